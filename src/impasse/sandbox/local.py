@@ -1,0 +1,340 @@
+"""The local backend: Linux namespaces + overlayfs + bubblewrap, no daemon, ~ms per episode.
+
+An episode is a size-limited tmpfs (the disk quota) holding an overlay upper dir over read-only
+layers: [condition layers] + instance layer + task image + base. Every command runs in a fresh
+bubblewrap: net/pid/ipc/uts namespaces, a seccomp filter, the episode's cgroup, and finally
+``setpriv`` to the unprivileged agent uid with every capability dropped and no-new-privs set. Run
+as real root without a user namespace so that root-owned files *look* root-owned (see
+shared/reference/sandbox.md for why the user-namespace variants are unsafe or unrealistic).
+
+After every command the harness kills whatever the agent left running in the episode's cgroup,
+so background processes never outlive the call that started them.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from impasse import paths
+from impasse.sandbox import oskit
+from impasse.sandbox.base import ExecResult, Fault, FileAccessError
+from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, VENV, ensure_base
+
+MiB = 1024 * 1024
+_LIVE_POPENS: set[int] = set()  # pids of our own subprocesses: never reaped as orphans
+
+
+@dataclass
+class Limits:
+    """Per-episode resource limits. Defaults suit real test suites on a 2-core machine."""
+
+    disk_bytes: int = 512 * MiB
+    """Size of the episode's tmpfs: everything the agent writes, copy-ups included."""
+    pids_max: int = 256
+    """Processes and threads alive at once in the episode (fork bombs stop here)."""
+    memory_bytes: int = 2048 * MiB
+    """Memory of the episode's processes (page cache included, as cgroups count it)."""
+    file_size_bytes: int = 256 * MiB
+    """Largest single file a command may write (RLIMIT_FSIZE)."""
+    output_keep_bytes: int = 64 * 1024
+    """Bytes of stdout and of stderr kept per command; the rest is counted as truncated."""
+    output_kill_bytes: int = 8 * MiB
+    """A command printing more than this is killed (``yes`` would otherwise run to the timeout)."""
+
+
+@dataclass
+class ExecOptions:
+    """Knobs the conditions may turn for the commands of one episode."""
+
+    ro_workspace: bool = False
+    masked_files: list[str] = field(default_factory=list)  # bound to /dev/null: cannot be executed
+
+
+def _which(name: str) -> str:
+    path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if not path:
+        raise oskit.SandboxError(
+            f"`{name}` is not installed; the local sandbox needs bubblewrap and util-linux "
+            "(run `make setup`, or `apt-get install -y bubblewrap util-linux`)"
+        )
+    return path
+
+
+def _bwrap_prefix(root: Path, *, network: bool) -> list[str]:
+    argv = [_which("bwrap"), "--bind", str(root), "/", "--ro-bind", "/usr", "/usr",
+            "--tmpfs", "/usr/local", "--proc", "/proc", "--dev", "/dev",
+            "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        host = Path("/" + name)
+        if host.is_dir() and not host.is_symlink():
+            argv += ["--ro-bind", str(host), "/" + name]
+    if not network:
+        argv.append("--unshare-net")
+    return argv
+
+
+AGENT_ENV = {
+    "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
+    "HOME": AGENT_HOME,
+    "USER": "agent",
+    "LOGNAME": "agent",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+    "VIRTUAL_ENV": VENV,
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "PIP_NO_INPUT": "1",
+}
+
+
+class LocalSandbox:
+    """One episode. Create through :class:`LocalBackend`."""
+
+    def __init__(self, ep_dir: Path, layers: list[Path], faults: list[Fault], limits: Limits) -> None:
+        self.id = ep_dir.name
+        self.dir = ep_dir
+        self.disk = ep_dir / "disk"
+        self.root = ep_dir / "root"
+        self.layers = layers
+        self.limits = limits
+        self.options = ExecOptions()
+        self.faults: list[Fault] = list(faults)
+        self.restored = False
+        self.cgroup: oskit.Cgroup | None = None
+        self._seccomp = oskit.seccomp_filter_file(paths.cache_root() / "seccomp.bpf")
+        self._closed = False
+        try:
+            self._setup()
+            for fault in self.faults:
+                fault.inject(self)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+    def _setup(self) -> None:
+        self.disk.mkdir(parents=True)
+        self.root.mkdir()
+        (self.dir / "owner.pid").write_text(str(os.getpid()))
+        oskit.mount("tmpfs", self.disk, "tmpfs", f"size={self.limits.disk_bytes},mode=0700")
+        (self.disk / "upper").mkdir()
+        (self.disk / "work").mkdir()
+        oskit.mount_overlay(self.layers, self.disk / "upper", self.disk / "work", self.root)
+        self.cgroup = oskit.Cgroup(self.id, self.limits.pids_max, self.limits.memory_bytes)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for fault in self.faults:
+            try:
+                fault.close(self)
+            except Exception:  # noqa: BLE001 - teardown must go on
+                pass
+        if self.cgroup is not None:
+            self.cgroup.destroy(_LIVE_POPENS)
+        oskit.umount(self.root)
+        oskit.umount(self.disk)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def restore(self) -> None:
+        """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
+        for fault in self.faults:
+            fault.restore(self)
+        self.faults = []
+        self.options = ExecOptions()
+        if self.cgroup is not None:
+            self.cgroup.set_pids_max(self.limits.pids_max)
+            self.cgroup.set_memory_max(self.limits.memory_bytes)
+        self.restored = True
+
+    # ------------------------------------------------------------------ commands
+    def argv(self, command: list[str], *, user: str = "agent", seccomp_fd: int = 3) -> list[str]:
+        argv = _bwrap_prefix(self.root, network=False)
+        if self.options.ro_workspace:
+            argv += ["--ro-bind", str(self.root / "workspace"), "/workspace"]
+        for path in self.options.masked_files:
+            argv += ["--ro-bind", "/dev/null", path]
+        env = AGENT_ENV if user == "agent" else {**AGENT_ENV, "HOME": "/root", "USER": "root", "LOGNAME": "root"}
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += ["--chdir", REPO if (self.root / REPO[1:]).is_dir() else "/", "--seccomp", str(seccomp_fd), "--",
+                 _which("prlimit"), f"--fsize={self.limits.file_size_bytes}", "--core=0", "--"]
+        if user == "agent":
+            argv += [_which("setpriv"), f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--init-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return argv + command
+
+    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent") -> ExecResult:
+        if self._closed:
+            raise oskit.SandboxError(f"episode {self.id} is closed")
+        for fault in self.faults:
+            fault.before_exec(self)
+        result = self._run(["bash", "-c", cmd], user, timeout, stdin)
+        for fault in list(self.faults):
+            fault.after_exec(self, result)
+        return result
+
+    def _run(self, command: list[str], user: str, timeout: float, stdin: bytes | None) -> ExecResult:
+        join = "".join(f'echo $$ > {p} && ' for p in (self.cgroup.procs_files() if self.cgroup else []))
+        keep, kill_at = self.limits.output_keep_bytes, self.limits.output_kill_bytes
+        start = time.monotonic()
+        seccomp_fd = os.open(self._seccomp, os.O_RDONLY)
+        try:
+            full = ["/bin/sh", "-c", join + 'exec "$@"', "sh", *self.argv(command, user=user, seccomp_fd=seccomp_fd)]
+            proc = subprocess.Popen(full, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(seccomp_fd,),
+                                    start_new_session=True)
+        finally:
+            os.close(seccomp_fd)
+        _LIVE_POPENS.add(proc.pid)
+        if stdin is not None:
+            try:
+                proc.stdin.write(stdin)
+            except BrokenPipeError:
+                pass
+            proc.stdin.close()
+        bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+        seen = 0
+        truncated = timed_out = False
+        sel = selectors.DefaultSelector()
+        for stream in bufs:
+            sel.register(stream, selectors.EVENT_READ)
+        deadline = start + timeout
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(min(remaining, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                seen += len(chunk)
+                buf = bufs[key.fileobj]
+                room = keep - len(buf)
+                if room > 0:
+                    buf += chunk[:room]
+                if len(chunk) > max(room, 0):
+                    truncated = True
+            if seen > kill_at:
+                break
+        sel.close()
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.cgroup is not None:
+            self.cgroup.kill_all(_LIVE_POPENS)  # leftovers: background jobs, the timed-out command
+        try:
+            code = proc.wait(timeout=10)
+        finally:
+            _LIVE_POPENS.discard(proc.pid)
+            proc.stdout.close()
+            proc.stderr.close()
+        oskit.reap_orphans(_LIVE_POPENS)
+        if timed_out:
+            code = 124
+        return ExecResult(code, bufs[proc.stdout].decode(errors="replace"), bufs[proc.stderr].decode(errors="replace"),
+                          truncated, timed_out, time.monotonic() - start)
+
+    # ------------------------------------------------------------------ files
+    def read_file(self, path: str) -> str:
+        res = self.exec(f"cat -- {_q(path)}", timeout=30)
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
+        return res.stdout
+
+    def write_file(self, path: str, content: str) -> None:
+        res = self.exec(f"cat > {_q(path)}", timeout=30, stdin=content.encode())
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+
+    def host_path(self, path: str) -> Path:
+        """The host-side path of a sandbox path in the merged view (for harness use only)."""
+        return self.root / path.lstrip("/")
+
+    # ------------------------------------------------------------------ patch
+    def diff(self) -> str:
+        return repo_diff(self.root / REPO[1:], self.dir)
+
+
+def _q(path: str) -> str:
+    return "'" + path.replace("'", "'\"'\"'") + "'"
+
+
+def repo_diff(repo: Path, scratch: Path) -> str:
+    """The working tree's changes against HEAD, new files included, computed from the host
+    without touching the agent's index or object store."""
+    if not (repo / ".git").exists():
+        return ""
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+        index = Path(tmp) / "index"
+        if (repo / ".git" / "index").exists():
+            shutil.copyfile(repo / ".git" / "index", index)
+        env = {"PATH": "/usr/bin:/bin", "GIT_INDEX_FILE": str(index), "GIT_OBJECT_DIRECTORY": str(Path(tmp) / "objects"),
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo / ".git" / "objects"), "HOME": tmp,
+               "GIT_CONFIG_NOSYSTEM": "1"}
+        git = ["git", "-c", "safe.directory=*", "-c", "core.fileMode=false", "-C", str(repo)]
+        subprocess.run([*git, "add", "-A"], env=env, check=True, capture_output=True)
+        out = subprocess.run([*git, "diff", "--cached", "--binary", "HEAD"], env=env, check=True,
+                             capture_output=True)
+        return out.stdout.decode(errors="replace")
+
+
+class LocalBackend:
+    """Creates episodes. One per process is enough; it is cheap."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        oskit.require_root()
+        _which("bwrap")
+        self.base = ensure_base(paths.base_dir())
+        oskit.become_subreaper()
+        sweep_stale()
+
+    def create(self, layers: list[Path], faults: list[Fault] = (), limits: Limits | None = None) -> LocalSandbox:
+        """``layers`` top first; the base layer is appended here."""
+        ep = paths.episodes_dir() / f"ep-{uuid.uuid4().hex[:12]}"
+        return LocalSandbox(ep, [*layers, self.base], list(faults), limits or Limits())
+
+
+def sweep_stale() -> int:
+    """Remove episodes left behind by a killed harness (their owner process is gone)."""
+    root = paths.episodes_dir()
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for ep in root.iterdir():
+        try:
+            owner = int((ep / "owner.pid").read_text())
+            os.kill(owner, 0)
+            continue  # still alive
+        except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+            pass
+        oskit.Cgroup.existing(ep.name).destroy(_LIVE_POPENS)
+        oskit.umount(ep / "root")
+        oskit.umount(ep / "disk")
+        shutil.rmtree(ep, ignore_errors=True)
+        removed += 1
+    return removed

@@ -69,8 +69,8 @@ def _which(name: str) -> str:
     return path
 
 
-def _bwrap_prefix(root: Path, *, network: bool) -> list[str]:
-    argv = [_which("bwrap"), "--bind", str(root), "/", "--ro-bind", "/usr", "/usr",
+def _bwrap_prefix(root: Path, *, network: bool, root_writable: bool = True) -> list[str]:
+    argv = [_which("bwrap"), "--bind" if root_writable else "--ro-bind", str(root), "/", "--ro-bind", "/usr", "/usr",
             "--tmpfs", "/usr/local", "--proc", "/proc", "--dev", "/dev",
             "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
@@ -299,6 +299,29 @@ def repo_diff(repo: Path, scratch: Path) -> str:
         out = subprocess.run([*git, "diff", "--cached", "--binary", "HEAD"], env=env, check=True,
                              capture_output=True)
         return out.stdout.decode(errors="replace")
+
+
+def run_build(base: Path, workspace: Path, script: str, *, env: dict[str, str], pip_cache: Path,
+              timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` as root *with network* on ``base`` with ``workspace`` bound at /workspace.
+
+    This is how task images are built: at the very path where episodes will mount them (venv
+    shebangs are absolute). Host pip configuration cannot leak in: the environment is cleared,
+    the base's /etc has no pip.conf and PIP_CONFIG_FILE points at /dev/null.
+    """
+    pip_cache.mkdir(parents=True, exist_ok=True)
+    argv = _bwrap_prefix(base, network=True, root_writable=False)
+    argv += ["--bind", str(workspace), "/workspace", "--tmpfs", "/tmp", "--bind", str(pip_cache), "/tmp/pipcache",
+             "--tmpfs", "/root"]
+    if Path("/etc/resolv.conf").exists():
+        argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+    full_env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PIP_CONFIG_FILE": "/dev/null",
+                "PIP_CACHE_DIR": "/tmp/pipcache", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1",
+                "PYTHONDONTWRITEBYTECODE": "1", **env}
+    for key, value in full_env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", "/workspace", "--", "bash", "-c", script]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
 class LocalBackend:

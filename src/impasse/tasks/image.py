@@ -1,0 +1,233 @@
+"""Task images: an sdist unpacked at /workspace/repo with its venv at /workspace/.venv.
+
+Built once per ``NAME==VERSION`` into the image cache, inside the sandbox layout itself, then
+used read-only as an overlay layer by every episode. The build records the whole suite's
+per-test status on clean code (the baseline every bug is validated against).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tarfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from impasse import paths
+from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.tasks.pypi import PackageError, download_sdist
+from impasse.tasks.pytest_log import PYTEST_FLAGS, has_summary, parse_statuses
+from impasse.tasks.suite import PYTEST_PIN, PackageSpec
+
+IMAGE_VERSION = 2
+PIP_PIN = "pip==25.3"  # Debian's venv pip is too old for PEP 660 editable installs
+_NOT_SOURCE = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
+               "scripts", "tools", "build", "dist", "ci", "tasks"}
+_NOT_MODULES = {"setup.py", "conftest.py", "noxfile.py", "tasks.py", "fabfile.py", "docs.py"}
+
+Log = Callable[[str], None]
+
+
+class Image(BaseModel):
+    """What an episode, the bug builder and the conditions need to know about a task image."""
+
+    package: str
+    version: str
+    key: str
+    sdist: str
+    built_at: str
+    spec: PackageSpec
+    source_dirs: list[str]
+    source_files: list[str]
+    test_files: list[str]
+    test_cmd: str
+    runtime_deps: dict[str, list[str]]
+    """Third-party runtime distributions -> their files, relative to the venv's site-packages."""
+    site_packages: str
+    """Sandbox path of the venv's site-packages."""
+    baseline: dict[str, str]
+    """Whole-suite node id -> status on the clean code."""
+    suite_seconds: float
+    freeze: list[str]
+    image_version: int = IMAGE_VERSION
+
+    @property
+    def dir(self) -> Path:
+        return paths.images_dir() / self.key
+
+    @property
+    def layer(self) -> Path:
+        return self.dir / "layer"
+
+    def passed(self) -> set[str]:
+        return {n for n, s in self.baseline.items() if s == "PASSED"}
+
+
+def is_test_path(rel: str) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    return (any(p in ("tests", "test", "testing") for p in parts[:-1]) or name.startswith("test_")
+            or name.endswith("_test.py") or name == "conftest.py" or name == "tests.py")
+
+
+def load_image(key: str) -> Image | None:
+    meta = paths.images_dir() / key / "image.json"
+    if not meta.exists():
+        return None
+    img = Image.model_validate_json(meta.read_text())
+    return img if img.image_version == IMAGE_VERSION else None
+
+
+def test_command(spec: PackageSpec, extra: list[str] | None = None) -> str:
+    args = " ".join(shlex.quote(a) for a in [*spec.pytest_args, *(extra or [])])
+    return f"python -m pytest {PYTEST_FLAGS} {args}".strip()
+
+
+def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = lambda _m: None) -> Image:
+    """Build (or reuse) the image for ``spec``. Raises PackageError with a clear reason."""
+    from impasse.sandbox.local import run_build
+
+    version, archive = download_sdist(spec.name, spec.version, paths.sdists_dir())
+    spec = spec.model_copy(update={"version": version})
+    key = spec.key
+    if not force and (img := load_image(key)) is not None:
+        return img
+    final = paths.images_dir() / key
+    tmp = paths.images_dir() / f".{key}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    workspace = tmp / "layer" / "workspace"
+    repo = workspace / "repo"
+    try:
+        log(f"{key}: unpacking {archive.name}")
+        _unpack(archive, repo)
+        test_files = sorted(str(p.relative_to(repo)) for p in repo.rglob("*.py")
+                            if is_test_path(str(p.relative_to(repo))) and p.name != "conftest.py")
+        if not any(Path(f).name.startswith("test") or f.endswith("_test.py") for f in test_files):
+            raise PackageError(f"{key}: the sdist ships no tests (no test_*.py / *_test.py); "
+                               "impasse needs the package's own suite to validate bugs")
+        source_dirs = spec.source or _detect_sources(repo)
+        if not source_dirs:
+            raise PackageError(f"{key}: found no package source directory; set `source:` for it in the suite file")
+        (tmp / "constraints.txt").write_text("\n".join([PYTEST_PIN, *spec.pins]) + "\n")
+        shutil.copy(tmp / "constraints.txt", workspace / ".constraints.txt")
+        reqs = " ".join(shlex.quote(r) for r in [PYTEST_PIN, *spec.test_deps])
+        script = f"""set -e
+python3 -m venv --copies /workspace/.venv
+P=/workspace/.venv/bin/python
+$P -m pip install -q {PIP_PIN}
+$P -m pip install -q -c /workspace/.constraints.txt {reqs}
+$P -m pip install -q -c /workspace/.constraints.txt -e /workspace/repo
+$P -m pip freeze --all > /workspace/.freeze.txt
+IMPASSE_PACKAGE={shlex.quote(spec.name)} $P - <<'PY' > /workspace/.deps.json
+{_DEPS_PROBE}
+PY
+rm -f /workspace/.constraints.txt
+"""
+        log(f"{key}: installing into /workspace/.venv (pytest + {len(spec.test_deps)} test deps + editable package)")
+        proc = run_build(backend.base, workspace, script, env=spec.env, pip_cache=paths.pip_cache_dir())
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            if "NewConnectionError" in tail or "Could not find a version" in tail and "network" in tail:
+                raise PackageError(f"{key}: network failure while installing from PyPI:\n{tail}")
+            raise PackageError(f"{key}: installing the package or its test dependencies failed:\n{tail}")
+        freeze = (workspace / ".freeze.txt").read_text().split()
+        deps_info = json.loads((workspace / ".deps.json").read_text())
+        (workspace / ".freeze.txt").unlink()
+        (workspace / ".deps.json").unlink()
+        _chown_tree(workspace, AGENT_UID, AGENT_GID)
+        src_files = sorted(
+            str(p.relative_to(repo)) for d in source_dirs
+            for p in ([repo / d] if d.endswith(".py") else (repo / d).rglob("*.py"))
+            if not is_test_path(str(p.relative_to(repo))))
+        img = Image(package=spec.name, version=version, key=key, sdist=archive.name,
+                    built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), spec=spec,
+                    source_dirs=source_dirs, source_files=src_files, test_files=test_files,
+                    test_cmd=test_command(spec), runtime_deps=deps_info["deps"],
+                    site_packages=deps_info["site_packages"], baseline={}, suite_seconds=0.0, freeze=freeze)
+        log(f"{key}: running the whole suite once on clean code")
+        t0 = time.monotonic()
+        with backend.create([tmp / "layer"]) as sb:
+            res = sb.exec(f"{img.test_cmd} 2>&1", timeout=spec.timeout * 3)
+        img.suite_seconds = round(time.monotonic() - t0, 2)
+        statuses = parse_statuses(res.stdout)
+        passed = sum(1 for s in statuses.values() if s == "PASSED")
+        if res.timed_out or not has_summary(res.stdout) or passed == 0:
+            tail = "\n".join(res.output.strip().splitlines()[-12:])
+            raise PackageError(f"{key}: the test suite does not pass on clean code "
+                               f"(exit {res.exit_code}, {passed} passed{', timed out' if res.timed_out else ''}):\n{tail}")
+        failed = [n for n, s in statuses.items() if s in ("FAILED", "ERROR")]
+        if failed:
+            log(f"{key}: {len(failed)} tests fail on clean code; they are excluded from PASS_TO_PASS")
+        img.baseline = statuses
+        (tmp / "image.json").write_text(img.model_dump_json(indent=1))
+        (tmp / "constraints.txt").unlink()
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        log(f"{key}: image ready ({passed} passing tests, suite {img.suite_seconds}s)")
+        return img
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+_DEPS_PROBE = r'''
+import json, os, sysconfig, importlib.metadata as md
+from pip._vendor.packaging.requirements import Requirement
+from pip._vendor.packaging.utils import canonicalize_name
+site = sysconfig.get_paths()["purelib"]
+dists = {canonicalize_name(d.metadata["Name"]): d for d in md.distributions()}
+root = dists.get(canonicalize_name(os.environ["IMPASSE_PACKAGE"]))
+deps = {}
+for r in (root.requires or []) if root else []:
+    req = Requirement(r)
+    if req.marker and not req.marker.evaluate({"extra": ""}):
+        continue
+    d = dists.get(canonicalize_name(req.name))
+    if d is None:
+        continue
+    files = sorted({str(f).split("/")[0] for f in (d.files or []) if not str(f).startswith("..")})
+    deps[d.metadata["Name"]] = files
+print(json.dumps({"deps": deps, "site_packages": site}))
+'''
+
+
+def _unpack(archive: Path, dest: Path) -> None:
+    staging = dest.parent / ".unpack"
+    staging.mkdir(parents=True)
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(staging)
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(staging, filter="data")
+    entries = list(staging.iterdir())
+    top = entries[0] if len(entries) == 1 and entries[0].is_dir() else staging
+    shutil.move(str(top), dest)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _detect_sources(repo: Path) -> list[str]:
+    roots = [repo / "src"] if (repo / "src").is_dir() else [repo]
+    found = []
+    for root in roots:
+        for p in sorted(root.iterdir()):
+            rel = str(p.relative_to(repo))
+            if p.is_dir() and (p / "__init__.py").exists() and p.name not in _NOT_SOURCE and not p.name.startswith((".", "_")):
+                found.append(rel)
+            elif (p.suffix == ".py" and p.name not in _NOT_MODULES and not is_test_path(rel)
+                  and not p.name.startswith(("_", "."))):
+                found.append(rel)
+    return found
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)

@@ -1,0 +1,179 @@
+"""Turn packages into validated task instances (SWE-smith's pipeline, without Docker).
+
+For each package: image -> candidate mutations (deterministic for a seed, balanced over
+operators) -> validation in a sandbox with a timeout -> problem statement -> instance.
+Validation rule (SWE-smith's): the run did not time out, >= 1 test went PASSED -> FAILED
+(FAIL_TO_PASS) and >= 1 test stayed PASSED (PASS_TO_PASS). ERROR/SKIPPED never count as F2P.
+Candidates first run only the test files that mention the mutated function (cheap rejection of
+survivors); a candidate that fails there is re-run on the whole suite to record full F2P/P2P.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from impasse import paths
+from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.tasks.image import Image, build_image, test_command
+from impasse.tasks.layer import commit_tree, copy_repo
+from impasse.tasks.mutate import Mutation, candidate_order, enumerate_sites, mutate
+from impasse.tasks.pytest_log import has_summary, parse_statuses
+from impasse.tasks.schema import TaskInstance, read_instances, write_jsonl
+from impasse.tasks.statement import write_statement
+from impasse.tasks.suite import PackageSpec
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class BuildReport:
+    package: str
+    version: str = ""
+    instances: list[TaskInstance] = field(default_factory=list)
+    candidates: int = 0
+    image_seconds: float = 0.0
+    validate_seconds: float = 0.0
+    error: str = ""
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    valid: bool
+    reason: str
+    f2p: list[str] = field(default_factory=list)
+    p2p: list[str] = field(default_factory=list)
+
+
+def judge(baseline: dict[str, str], after: dict[str, str], timed_out: bool) -> Verdict:
+    """The validation rule, as a pure function of two status maps."""
+    if timed_out:
+        return Verdict(False, "timed out")
+    f2p = sorted(n for n, s in after.items() if s == "FAILED" and baseline.get(n) == "PASSED")
+    p2p = sorted(n for n, s in after.items() if s == "PASSED" and baseline.get(n) == "PASSED")
+    if not f2p:
+        return Verdict(False, "no test went from PASSED to FAILED", f2p, p2p)
+    if not p2p:
+        return Verdict(False, "no test stayed PASSED", f2p, p2p)
+    return Verdict(True, "valid", f2p, p2p)
+
+
+def _candidate_layer(mutation: Mutation, image: Image, root: Path) -> Path:
+    repo = root / "workspace" / "repo"
+    target = repo / mutation.file
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(mutation.mutated)
+    shutil.copymode(image.layer / "workspace" / "repo" / mutation.file, target)
+    for p in [root / "workspace", *(repo / d for d in target.relative_to(repo).parents), target]:
+        os.chown(p, AGENT_UID, AGENT_GID)
+    return root
+
+
+def relevant_tests(image: Image, function: str) -> list[str]:
+    """Test files whose text mentions the mutated function (by name)."""
+    if not function or function.startswith("__"):
+        return []
+    repo = image.layer / "workspace" / "repo"
+    return [f for f in image.test_files if function in (repo / f).read_text(errors="replace")]
+
+
+def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m: None) -> tuple[Verdict, str]:
+    """-> (verdict, pytest --tb=short output of the first F2P tests, for the statement)."""
+    timeout = image.spec.timeout
+    with tempfile.TemporaryDirectory(dir=paths.cache_root()) as tmp:
+        layer = _candidate_layer(mutation, image, Path(tmp))
+        with backend.create([layer, image.layer]) as sb:
+            files = relevant_tests(image, mutation.function)
+            if files:
+                quick = test_command(image.spec, files)
+                res = sb.exec(quick, timeout=timeout)
+                if res.timed_out:
+                    return Verdict(False, "timed out"), ""
+                verdict = judge(image.baseline, parse_statuses(res.stdout), False)
+                if not verdict.f2p:
+                    return Verdict(False, "no test in the relevant files went from PASSED to FAILED"), ""
+            res = sb.exec(image.test_cmd, timeout=timeout)
+            if not res.timed_out and not has_summary(res.stdout):
+                return Verdict(False, f"the test run did not finish (exit {res.exit_code})"), ""
+            verdict = judge(image.baseline, parse_statuses(res.stdout), res.timed_out)
+            if not verdict.valid:
+                return verdict, ""
+            detail = sb.exec(test_command(image.spec, [*verdict.f2p[:3], "--tb=short"]), timeout=timeout)
+            return verdict, detail.output
+
+
+def package_tasks_dir(key: str) -> Path:
+    return paths.tasks_dir() / key
+
+
+def load_instances(key: str) -> list[TaskInstance]:
+    path = package_tasks_dir(key) / "instances.jsonl"
+    return read_instances(path) if path.exists() else []
+
+
+def all_instances() -> list[TaskInstance]:
+    root = paths.tasks_dir()
+    if not root.is_dir():
+        return []
+    return [inst for d in sorted(root.iterdir()) if d.is_dir() for inst in load_instances(d.name)]
+
+
+def build_package(spec: PackageSpec, backend, *, max_instances: int = 5, seed: int = 0, force: bool = False,
+                  max_attempts: int | None = None, log: Log = lambda _m: None) -> BuildReport:
+    report = BuildReport(spec.name, spec.version or "")
+    t0 = time.monotonic()
+    image = build_image(spec, backend, force=force, log=log)
+    report.version = image.version
+    report.image_seconds = round(time.monotonic() - t0, 2)
+    out_dir = package_tasks_dir(image.key)
+    stamp = out_dir / "build.json"
+    settings = {"seed": seed, "max_instances": max_instances, "image_built_at": image.built_at}
+    if not force and stamp.exists() and json.loads(stamp.read_text()) == settings:
+        report.instances = load_instances(image.key)
+        report.reused = True
+        return report
+    repo = image.layer / "workspace" / "repo"
+    sources = {f: (repo / f).read_text(errors="replace") for f in image.source_files}
+    order = candidate_order(enumerate_sites(sources), seed)
+    with tempfile.TemporaryDirectory(dir=paths.cache_root()) as tmp:
+        base_commit = commit_tree(copy_repo(image, Path(tmp) / "clean"), f"{image.package} {image.version}")
+    used_functions: set[tuple[str, str]] = set()
+    attempts = max_attempts or max_instances * 12
+    t1 = time.monotonic()
+    for file, op, site in order:
+        if len(report.instances) >= max_instances or report.candidates >= attempts:
+            break
+        m = mutate(sources[file], file, op, site, seed)
+        if m is None or (file, m.function) in used_functions:
+            continue
+        report.candidates += 1
+        verdict, detail = validate(m, image, backend, log=log)
+        log(f"{image.key}: candidate {report.candidates} {op} in {file}:{m.function} -> {verdict.reason}")
+        if not verdict.valid:
+            continue
+        used_functions.add((file, m.function))
+        statement = write_statement(image.package, image.version, verdict.f2p, detail, repo, set(image.test_files))
+        report.instances.append(TaskInstance(
+            instance_id=f"{_slug(image.package)}__{image.version}.{op}__{m.digest}", repo=f"pypi/{image.package}",
+            base_commit=base_commit, patch=m.diff(), problem_statement=statement, FAIL_TO_PASS=verdict.f2p,
+            PASS_TO_PASS=verdict.p2p, version=image.version,
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), package=image.package,
+            package_version=image.version, operator=op, target_file=file, target_function=m.function,
+            test_cmd=image.test_cmd, image=image.key, runtime_deps=sorted(image.runtime_deps),
+            source_dirs=image.source_dirs, test_files=image.test_files))
+    report.validate_seconds = round(time.monotonic() - t1, 2)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl(report.instances, out_dir / "instances.jsonl")
+    stamp.write_text(json.dumps(settings))
+    return report
+
+
+def _slug(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")

@@ -289,6 +289,7 @@ def repo_diff(repo: Path, scratch: Path) -> str:
         return ""
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         index = Path(tmp) / "index"
+        (Path(tmp) / "objects").mkdir()
         if (repo / ".git" / "index").exists():
             shutil.copyfile(repo / ".git" / "index", index)
         env = {"PATH": "/usr/bin:/bin", "GIT_INDEX_FILE": str(index), "GIT_OBJECT_DIRECTORY": str(Path(tmp) / "objects"),

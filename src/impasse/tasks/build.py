@@ -86,7 +86,8 @@ def relevant_tests(image: Image, function: str) -> list[str]:
 
 def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m: None) -> tuple[Verdict, str]:
     """-> (verdict, pytest --tb=short output of the first F2P tests, for the statement)."""
-    timeout = image.spec.timeout
+    # A mutation can loop forever; judge it against the clean suite's own time, not a fixed minute.
+    timeout = min(image.spec.timeout, max(15.0, 4 * image.suite_seconds))
     with tempfile.TemporaryDirectory(dir=paths.cache_root()) as tmp:
         layer = _candidate_layer(mutation, image, Path(tmp))
         with backend.create([layer, image.layer]) as sb:

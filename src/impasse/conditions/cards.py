@@ -1,0 +1,111 @@
+"""Blocker cards: the evaluator's description of each condition, loaded from YAML data files.
+
+The agent never sees a card. The annotator reads ``checks``/``contact``/``evidence`` to place
+first contact and t*; the fault code reads ``fault``; people read the rest. Importing this module
+pulls in nothing from the sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CLASSES = ("clean", "persistent", "verification", "temporary", "mismatch")
+NAMES = ("clean", "read_only_source", "unreadable_file", "read_only_fs", "disk_full", "missing_dependency",
+         "exec_unavailable", "broken_site_packages", "test_killed", "tests_unreadable", "text_file_busy",
+         "resource_busy", "already_fixed")
+
+
+class Check(BaseModel):
+    """One observable diagnostic: a tool call (and its output) that shows part of the fault."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: Literal["bash", "edit_file", "any"] = "any"
+    command: str | None = Field(None, description="Regex the call's command (bash) or path (edit_file) must match")
+    command_not: str | None = Field(None, description="Regex the command must not match")
+    output: str | None = Field(None, description="Regex the call's output must match")
+    output_not: str | None = Field(None, description="Regex the output must not match")
+    min_steps: int = Field(1, description="The check holds once this many distinct steps matched")
+    before_first_edit: bool = Field(False, description="Only steps before the agent's first edit count")
+
+    @model_validator(mode="after")
+    def _compile(self) -> Check:
+        for field in ("command", "command_not", "output", "output_not"):
+            value = getattr(self, field)
+            if value is not None:
+                try:
+                    re.compile(value)
+                except re.error as e:
+                    raise ValueError(f"{field}: bad regex {value!r}: {e}") from e
+        return self
+
+
+class BlockerCard(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: str
+    class_: Literal["clean", "persistent", "verification", "temporary", "mismatch"] = Field(alias="class")
+    summary: str
+    fault: dict
+    requires: Literal["runtime_deps"] | None = Field(None, description="Tasks this condition applies to")
+    expected_signals: list[str]
+    checks: dict[str, Check]
+    contact: list[str] = Field(description="Any of these checks marks first contact with the fault")
+    evidence: list[list[str]] = Field(description="t*: every group has at least one satisfied check (AND of ORs)")
+    recovery_attempts: list[str]
+    external_assistance: str
+    resume_condition: str
+    restoration: str
+
+    @model_validator(mode="after")
+    def _refs(self) -> BlockerCard:
+        known = set(self.checks)
+        for ref in [*self.contact, *(c for g in self.evidence for c in g)]:
+            if ref not in known:
+                raise ValueError(f"card {self.name}: contact/evidence names unknown check {ref!r}")
+        return self
+
+    @property
+    def cls(self) -> str:
+        return self.class_
+
+
+@cache
+def load_cards() -> dict[str, BlockerCard]:
+    cards = {}
+    for ref in resources.files("impasse.conditions").joinpath("cards").iterdir():
+        if ref.name.endswith(".yaml"):
+            card = BlockerCard.model_validate(yaml.safe_load(ref.read_text()))
+            cards[card.name] = card
+    missing = set(NAMES) - set(cards)
+    if missing:
+        raise RuntimeError(f"blocker cards missing: {sorted(missing)}")
+    return {n: cards[n] for n in NAMES}
+
+
+def card(name: str) -> BlockerCard:
+    cards = load_cards()
+    if name not in cards:
+        raise KeyError(f"unknown condition {name!r}; known: {', '.join(cards)}")
+    return cards[name]
+
+
+def select(spec: str) -> list[str]:
+    """'all' | comma-separated names and/or class names -> condition names, in canonical order."""
+    cards = load_cards()
+    wanted: set[str] = set()
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        if part == "all":
+            wanted |= set(cards)
+        elif part in CLASSES:
+            wanted |= {n for n, c in cards.items() if c.cls == part}
+        elif part in cards:
+            wanted.add(part)
+        else:
+            raise ValueError(f"unknown condition or class {part!r}; names: {', '.join(cards)}; "
+                             f"classes: {', '.join(CLASSES)}; or 'all'")
+    return [n for n in cards if n in wanted]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from pathlib import Path
 from typing import Annotated
 
 import typer

@@ -13,6 +13,7 @@ so background processes never outlive the call that started them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shutil
@@ -182,19 +183,24 @@ class LocalSandbox:
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         return argv + command
 
-    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent") -> ExecResult:
+    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent",
+             keep_bytes: int | None = None) -> ExecResult:
+        """Run ``cmd`` with bash as ``user``. ``keep_bytes`` overrides the output cap (harness use:
+        a whole suite's -rA report is larger than what an agent should be shown)."""
         if self._closed:
             raise oskit.SandboxError(f"episode {self.id} is closed")
         for fault in self.faults:
             fault.before_exec(self)
-        result = self._run(["bash", "-c", cmd], user, timeout, stdin)
+        result = self._run(["bash", "-c", cmd], user, timeout, stdin, keep_bytes)
         for fault in list(self.faults):
             fault.after_exec(self, result)
         return result
 
-    def _run(self, command: list[str], user: str, timeout: float, stdin: bytes | None) -> ExecResult:
+    def _run(self, command: list[str], user: str, timeout: float, stdin: bytes | None,
+             keep_bytes: int | None = None) -> ExecResult:
         join = "".join(f'echo $$ > {p} && ' for p in (self.cgroup.procs_files() if self.cgroup else []))
-        keep, kill_at = self.limits.output_keep_bytes, self.limits.output_kill_bytes
+        keep = keep_bytes or self.limits.output_keep_bytes
+        kill_at = max(self.limits.output_kill_bytes, 2 * keep)
         start = time.monotonic()
         seccomp_fd = os.open(self._seccomp, os.O_RDONLY)
         try:
@@ -206,10 +212,8 @@ class LocalSandbox:
             os.close(seccomp_fd)
         _LIVE_POPENS.add(proc.pid)
         if stdin is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 proc.stdin.write(stdin)
-            except BrokenPipeError:
-                pass
             proc.stdin.close()
         bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
         seen = 0
@@ -239,10 +243,8 @@ class LocalSandbox:
                 break
         sel.close()
         if proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self.cgroup is not None:
             self.cgroup.kill_all(_LIVE_POPENS)  # leftovers: background jobs, the timed-out command
         try:

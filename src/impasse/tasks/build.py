@@ -30,6 +30,7 @@ from impasse.tasks.statement import write_statement
 from impasse.tasks.suite import PackageSpec
 
 Log = Callable[[str], None]
+HARNESS_OUTPUT = 32 * 1024 * 1024  # a whole suite's -rA report
 
 
 @dataclass
@@ -94,13 +95,13 @@ def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m:
             files = relevant_tests(image, mutation.function)
             if files:
                 quick = test_command(image.spec, files)
-                res = sb.exec(quick, timeout=timeout)
+                res = sb.exec(quick, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
                 if res.timed_out:
                     return Verdict(False, "timed out"), ""
                 verdict = judge(image.baseline, parse_statuses(res.stdout), False)
                 if not verdict.f2p:
                     return Verdict(False, "no test in the relevant files went from PASSED to FAILED"), ""
-            res = sb.exec(image.test_cmd, timeout=timeout)
+            res = sb.exec(image.test_cmd, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
             if not res.timed_out and not has_summary(res.stdout):
                 return Verdict(False, f"the test run did not finish (exit {res.exit_code})"), ""
             verdict = judge(image.baseline, parse_statuses(res.stdout), res.timed_out)

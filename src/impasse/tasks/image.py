@@ -96,7 +96,7 @@ def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = l
     version, archive = download_sdist(spec.name, spec.version, paths.sdists_dir())
     spec = spec.model_copy(update={"version": version})
     key = spec.key
-    if not force and (img := load_image(key)) is not None:
+    if not force and (img := load_image(key)) is not None and img.spec == spec:
         return img
     final = paths.images_dir() / key
     tmp = paths.images_dir() / f".{key}.tmp{os.getpid()}"
@@ -153,7 +153,7 @@ rm -f /workspace/.constraints.txt
         log(f"{key}: running the whole suite once on clean code")
         t0 = time.monotonic()
         with backend.create([tmp / "layer"]) as sb:
-            res = sb.exec(f"{img.test_cmd} 2>&1", timeout=spec.timeout * 3)
+            res = sb.exec(f"{img.test_cmd} 2>&1", timeout=spec.timeout * 3, keep_bytes=32 * 1024 * 1024)
         img.suite_seconds = round(time.monotonic() - t0, 2)
         statuses = parse_statuses(res.stdout)
         passed = sum(1 for s in statuses.values() if s == "PASSED")
@@ -218,9 +218,7 @@ def _detect_sources(repo: Path) -> list[str]:
     for root in roots:
         for p in sorted(root.iterdir()):
             rel = str(p.relative_to(repo))
-            if p.is_dir() and (p / "__init__.py").exists() and p.name not in _NOT_SOURCE and not p.name.startswith((".", "_")):
-                found.append(rel)
-            elif (p.suffix == ".py" and p.name not in _NOT_MODULES and not is_test_path(rel)
+            if p.is_dir() and (p / "__init__.py").exists() and p.name not in _NOT_SOURCE and not p.name.startswith((".", "_")) or (p.suffix == ".py" and p.name not in _NOT_MODULES and not is_test_path(rel)
                   and not p.name.startswith(("_", "."))):
                 found.append(rel)
     return found

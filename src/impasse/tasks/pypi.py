@@ -46,7 +46,8 @@ def resolve_sdist(name: str, version: str | None) -> tuple[str, str, str, str]:
         if not fn.endswith((".tar.gz", ".zip")) or f.get("yanked"):
             continue
         stem = fn.removesuffix(".tar.gz").removesuffix(".zip")
-        m = re.match(rf"^{re.escape(_norm(name)).replace('-', '[-_.]')}-(.+)$", stem, re.IGNORECASE)
+        name_rx = "[-_.]+".join(re.escape(part) for part in _norm(name).split("-"))
+        m = re.match(rf"^{name_rx}-(.+)$", stem, re.IGNORECASE)
         if m:
             sdists[m.group(1)] = (fn, f["url"], f["hashes"].get("sha256", ""))
     if not sdists:

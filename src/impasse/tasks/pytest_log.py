@@ -7,8 +7,8 @@ import re
 STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 _LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
 _SUMMARY = re.compile(
-    r"^=*\s*(?:no tests ran|(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+)"
-    r"\s+in [\d.]+s")
+    r"^=*\s*(?:no tests ran|(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun|"
+    r"subtests? (?:passed|failed|skipped))(?:, )?)+)\s+in [\d.]+s")
 
 PYTEST_FLAGS = "-rA --tb=no -q -p no:cacheprovider -p no:randomly -o console_output_style=classic"
 

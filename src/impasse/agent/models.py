@@ -1,0 +1,96 @@
+"""Model clients. Any OpenAI-compatible chat-completions endpoint with tool calling.
+
+Configuration alone points impasse at a real model: ``--model NAME --base-url URL`` and the API
+key in ``$IMPASSE_API_KEY`` (or ``$OPENAI_API_KEY``). Retries with exponential backoff on 429,
+5xx, timeouts and connection errors; token and cost accounting per call.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from impasse.agent.loop import AgentError, ModelResponse
+
+
+@dataclass
+class ModelConfig:
+    model: str
+    """Model name as the endpoint knows it."""
+    base_url: str | None = None
+    """OpenAI-compatible base URL, e.g. http://localhost:8000/v1; None = api.openai.com."""
+    api_key_env: str = "IMPASSE_API_KEY"
+    """Environment variable holding the key (falls back to OPENAI_API_KEY)."""
+    temperature: float | None = 0.0
+    max_tokens: int | None = 4096
+    timeout: float = 120.0
+    """Seconds per HTTP request."""
+    max_retries: int = 6
+    """Retries on 429/5xx/timeouts/connection errors, with exponential backoff and jitter."""
+    backoff_base: float = 1.0
+    input_cost_per_mtok: float = 0.0
+    """USD per million prompt tokens (for cost accounting; 0 = unknown)."""
+    output_cost_per_mtok: float = 0.0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+class OpenAIModel:
+    kind = "model"
+
+    def __init__(self, config: ModelConfig) -> None:
+        from openai import OpenAI
+
+        self.config = config
+        self.name = config.model
+        key = os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        # The client's own retries are off: ours are visible, bounded and logged per step.
+        self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
+        self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "calls": 0, "retries": 0}
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages, "tools": tools}
+        if self.config.temperature is not None:
+            kwargs["temperature"] = self.config.temperature
+        if self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
+        if self.config.extra_body:
+            kwargs["extra_body"] = self.config.extra_body
+        retries = 0
+        while True:
+            started = time.monotonic()
+            try:
+                resp = self.client.chat.completions.create(**kwargs)
+                break
+            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+                    openai.APIConnectionError) as e:
+                if retries >= self.config.max_retries:
+                    raise AgentError(f"model endpoint failed after {retries} retries: {type(e).__name__}: {e}") from e
+                delay = self.config.backoff_base * (2 ** retries) * (0.5 + random.random() / 2)
+                retries += 1
+                self.totals["retries"] += 1
+                time.sleep(delay)
+            except openai.APIStatusError as e:  # 4xx other than 429: configuration problem, do not retry
+                raise AgentError(f"model endpoint refused the request (HTTP {e.status_code}): {e.message}") from e
+        if not resp.choices:
+            raise AgentError("model endpoint returned no choices")
+        msg = resp.choices[0].message
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
+        if msg.tool_calls:
+            message["tool_calls"] = [{"id": tc.id, "type": "function",
+                                      "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+                                     for tc in msg.tool_calls]
+        usage = {"latency_s": round(time.monotonic() - started, 3), "retries": retries}
+        if resp.usage:
+            p, c = resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0
+            cost = (p * self.config.input_cost_per_mtok + c * self.config.output_cost_per_mtok) / 1e6
+            usage.update(prompt_tokens=p, completion_tokens=c, cost_usd=round(cost, 6))
+            self.totals["prompt_tokens"] += p
+            self.totals["completion_tokens"] += c
+            self.totals["cost_usd"] += cost
+        self.totals["calls"] += 1
+        return ModelResponse(message, usage)

@@ -1,0 +1,61 @@
+"""Grading: the agent's patch, applied to a clean copy of the task, judged by FAIL_TO_PASS and
+PASS_TO_PASS (SWE-bench semantics: resolved iff every listed test passes; absent = failed).
+
+Only source changes count: hunks touching test files, conftest.py or files outside the repo's
+source are dropped first, so weakening or skipping tests can never resolve a task.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from impasse.tasks.image import is_test_path, load_image
+from impasse.tasks.layer import instance_layer
+from impasse.tasks.pytest_log import parse_statuses
+from impasse.tasks.schema import TaskInstance
+
+_BLOCK = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
+
+
+def source_only(patch: str) -> tuple[str, list[str]]:
+    """-> (patch without test-file hunks, dropped paths)."""
+    starts = [m.start() for m in _BLOCK.finditer(patch)]
+    kept, dropped = [], []
+    for i, start in enumerate(starts):
+        block = patch[start: starts[i + 1] if i + 1 < len(starts) else len(patch)]
+        path = _BLOCK.match(block).group(2)
+        if is_test_path(path) or path.endswith(".pth") or "sitecustomize" in path or not path.endswith(".py"):
+            dropped.append(path)
+        else:
+            kept.append(block)
+    return "".join(kept), dropped
+
+
+def grade(backend, inst: TaskInstance, patch: str, timeout: float = 300.0) -> dict[str, Any]:
+    image = load_image(inst.image)
+    if image is None:
+        raise FileNotFoundError(f"task image {inst.image} is not built")
+    model_patch, dropped = source_only(patch)
+    result: dict[str, Any] = {"resolved": False, "patch_applied": False, "dropped_files": dropped,
+                              "model_patch": model_patch}
+    if not model_patch.strip():
+        result["reason"] = "empty patch"
+        return result
+    with backend.create([instance_layer(inst, image), image.layer]) as sb:
+        sb.write_file("/tmp/agent.patch", model_patch)
+        applied = sb.exec("git apply --whitespace=nowarn /tmp/agent.patch", timeout=60)
+        if applied.exit_code != 0:
+            result["reason"] = f"patch does not apply: {applied.stderr.strip()[:300]}"
+            return result
+        result["patch_applied"] = True
+        ids = " ".join(shlex.quote(t) for t in [*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS])
+        res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, keep_bytes=32 * 1024 * 1024)
+    statuses = parse_statuses(res.stdout)
+    f2p_failed = [t for t in inst.FAIL_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
+    p2p_failed = [t for t in inst.PASS_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
+    result.update(resolved=not f2p_failed and not p2p_failed and not res.timed_out,
+                  f2p_passed=len(inst.FAIL_TO_PASS) - len(f2p_failed), f2p_total=len(inst.FAIL_TO_PASS),
+                  p2p_failed=p2p_failed[:20], p2p_total=len(inst.PASS_TO_PASS), timed_out=res.timed_out)
+    return result

@@ -1,0 +1,122 @@
+"""Trajectories on disk: one JSONL file per episode, one event per line, fsync'd per event.
+
+Format ``impasse.trajectory/1`` (documented in the README). The first line is a header; every
+later line is an event with a ``type``:
+
+- ``message``: a chat message (system, user, assistant with ``tool_calls``), with ``usage``;
+- ``step``: one tool call's result; ``message`` is the ``role: tool`` message the model saw, and
+  ``step`` / ``tool`` / ``arguments`` / ``exit_code`` / ``duration_s`` describe it;
+- ``nudge``: a monitor reminder (``message`` is the user message appended after the step);
+- ``restore``: the environment was restored after an accepted escalation;
+- ``ending``: how a phase ended (``completed`` / ``escalated`` / ``step_limit`` / ``error``);
+- ``grade``: FAIL_TO_PASS / PASS_TO_PASS result of the agent's patch in a clean copy;
+- ``final``: the episode is complete (written last; resume skips episodes that have it).
+
+The model's message history is exactly the ``message`` fields in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from impasse.steps import Step
+
+FORMAT = "impasse.trajectory/1"
+
+
+class TrajectoryError(ValueError):
+    pass
+
+
+class TrajectoryWriter:
+    """Append-only, durable: each event is on disk before the next tool call runs."""
+
+    def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        if fresh:
+            if header is None:
+                raise TrajectoryError(f"{path}: a new trajectory needs a header")
+            self.append({"type": "header", "format": FORMAT, **header})
+
+    def append(self, event: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+@dataclass
+class Trajectory:
+    path: Path | None
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return [e["message"] for e in self.events if "message" in e]
+
+    @property
+    def steps(self) -> list[Step]:
+        return [Step(e["step"], e.get("tool", ""), e.get("arguments") or {}, e.get("output", ""), e.get("exit_code"))
+                for e in self.events if e["type"] == "step"]
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind]
+
+    @property
+    def endings(self) -> list[dict[str, Any]]:
+        return self.of_type("ending")
+
+    @property
+    def grade(self) -> dict[str, Any] | None:
+        grades = self.of_type("grade")
+        return grades[-1] if grades else None
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.events) and self.events[-1]["type"] == "final"
+
+
+def read_trajectory(path: Path) -> Trajectory:
+    """Read a trajectory. A torn last line (the harness was killed mid-write) is dropped; any
+    other malformed line is an error naming the file and line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    events = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if i == len(lines):
+                break
+            raise TrajectoryError(f"{path}:{i}: not valid JSON ({e.msg})") from e
+    if not events or events[0].get("type") != "header":
+        raise TrajectoryError(f"{path}: missing header line (format {FORMAT})")
+    header = events[0]
+    if not str(header.get("format", "")).startswith("impasse.trajectory/"):
+        raise TrajectoryError(f"{path}: unknown format {header.get('format')!r}; expected {FORMAT}")
+    for i, e in enumerate(events[1:], 2):
+        if "type" not in e:
+            raise TrajectoryError(f"{path}: event {i} has no 'type'")
+        if e["type"] == "step" and not isinstance(e.get("step"), int):
+            raise TrajectoryError(f"{path}: step event {i} needs an integer 'step'")
+    return Trajectory(path, header, events[1:])
+
+
+def rewrite_without_torn_tail(path: Path) -> None:
+    """Drop a partially written last line so appends continue on a clean line boundary."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as fh:
+            fh.truncate(cut)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -148,6 +149,218 @@ def tasks_show(instance_id: str, as_json: Annotated[bool, typer.Option("--json")
     out.print(inst.problem_statement, markup=False)
     out.rule("bug patch (gold fix = reverse)")
     out.print(inst.patch, markup=False)
+
+
+# ------------------------------------------------------------------------------------- conditions
+
+conditions_app = typer.Typer(help="The twelve blocker conditions (+ clean) and their cards.", no_args_is_help=True)
+app.add_typer(conditions_app, name="conditions")
+sandbox_app = typer.Typer(help="Look inside an episode sandbox with your own eyes.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
+
+
+@conditions_app.command("list")
+def conditions_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List conditions with their class and summary."""
+    from impasse.conditions.cards import load_cards
+
+    cards = load_cards()
+    if as_json:
+        out.print_json(json.dumps([{"name": c.name, "class": c.cls, "summary": c.summary, "requires": c.requires}
+                                   for c in cards.values()]))
+        return
+    table = Table(title="conditions")
+    for col in ("name", "class", "summary"):
+        table.add_column(col)
+    for c in cards.values():
+        table.add_row(c.name, c.cls, c.summary + (f" [applies to tasks with {c.requires}]" if c.requires else ""))
+    out.print(table)
+
+
+@conditions_app.command("show")
+def conditions_show(name: str) -> None:
+    """Print a blocker card (YAML)."""
+    import yaml
+
+    from impasse.conditions.cards import card
+
+    try:
+        c = card(name)
+    except KeyError as e:
+        raise fail(str(e).strip("'\"")) from e
+    out.print(yaml.safe_dump(c.model_dump(by_alias=True), sort_keys=False, width=110), markup=False)
+
+
+def _episode(instance_id: str, condition: str):
+    from impasse.conditions.cards import card
+    from impasse.conditions.episode import NotApplicable, open_episode
+    from impasse.sandbox.local import LocalBackend
+    from impasse.sandbox.oskit import SandboxError
+
+    inst = find_instance(instance_id)
+    try:
+        card(condition)
+        return open_episode(LocalBackend(), inst, condition)
+    except (KeyError, NotApplicable, SandboxError, FileNotFoundError) as e:
+        raise fail(str(e).strip("'\"")) from e
+
+
+@sandbox_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def sandbox_exec(
+    instance_id: str,
+    command: Annotated[list[str], typer.Argument(help="Command (after --), run by bash as the agent")],
+    condition: Annotated[str, typer.Option(help="Condition to inject")] = "clean",
+    restore_after: Annotated[int | None, typer.Option(help="Restore the environment after K commands")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds")] = 60.0,
+) -> None:
+    """Run CMD in a fresh episode exactly as the agent's bash tool would; exit with its exit code.
+
+    Several commands separated by ';;' run in the same episode, one call each."""
+    import shlex
+
+    text = " ".join(shlex.quote(c) if " " in c else c for c in command)
+    calls = [c.strip() for c in text.split(";;") if c.strip()]
+    code = 0
+    with _episode(instance_id, condition) as sb:
+        for k, cmd in enumerate(calls, 1):
+            res = sb.exec(cmd, timeout=timeout)
+            sys.stdout.write(res.stdout)
+            sys.stderr.write(res.stderr)
+            sys.stdout.flush()
+            code = res.exit_code
+            if restore_after is not None and k == restore_after:
+                sb.restore()
+                console.print(f"[dim]-- restored {condition} after {k} command(s) --[/]")
+    raise typer.Exit(code)
+
+
+@sandbox_app.command("shell")
+def sandbox_shell(instance_id: str, condition: Annotated[str, typer.Option()] = "clean") -> None:
+    """An interactive prompt: each line runs as one agent tool call. 'restore' clears the fault."""
+    with _episode(instance_id, condition) as sb:
+        console.print(f"episode {sb.id}: {condition} on {instance_id}. Lines run as the agent; "
+                      "'restore' clears the fault, 'exit' ends.")
+        while True:
+            try:
+                line = input("agent$ ")
+            except EOFError:
+                break
+            if line.strip() in ("exit", "quit"):
+                break
+            if line.strip() == "restore":
+                sb.restore()
+                continue
+            res = sb.exec(line, timeout=120)
+            sys.stdout.write(res.output + ("" if res.output.endswith("\n") or not res.output else "\n"))
+            console.print(f"[dim][exit {res.exit_code}][/]")
+
+
+# -------------------------------------------------------------------------------------------- run
+
+DEFAULT_AGENTS = "oracle,persistent,escalator,completion-biased,premature,reluctant"
+
+
+@app.command("run")
+def run_cmd(
+    suite: Annotated[str, typer.Option(help="Suite whose tasks are used (built on demand)")] = "default",
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (or unique prefixes)")] = None,
+    conditions: Annotated[str, typer.Option(help="'all', names and/or classes, comma-separated")] = "all",
+    interfaces: Annotated[str, typer.Option(help="Comma-separated: baseline,tool,monitor")] = "baseline,tool,monitor",
+    agent: Annotated[str, typer.Option(help="Reference agents (comma-separated) or 'replay:FILE'")] = DEFAULT_AGENTS,
+    model: Annotated[str | None, typer.Option(help="Model name at an OpenAI-compatible endpoint (replaces --agent)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
+    jobs: Annotated[int, typer.Option(help="Episodes in parallel")] = 2,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most N task instances")] = 3,
+    per_package: Annotated[int, typer.Option(help="Instances per package from the suite")] = 1,
+    step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,
+    restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
+) -> None:
+    """Run agents on tasks x conditions x interfaces; every step is recorded and the run is resumable.
+
+    With no arguments: 3 default-suite tasks x all 13 conditions x 3 interfaces x the 6 reference agents."""
+    import time
+
+    from impasse import run as runner
+    from impasse.sandbox.oskit import SandboxError
+
+    try:
+        if resume:
+            cfg, specs = runner.read_manifest(resume)
+            run_dir = resume
+        else:
+            cfg = runner.RunConfig(suite=suite, tasks=[t for t in (tasks or "").split(",") if t], limit=limit,
+                                   per_package=per_package, conditions=conditions,
+                                   interfaces=[i.strip() for i in interfaces.split(",") if i.strip()],
+                                   step_limit=step_limit, restore=restore, jobs=jobs)
+            if model:
+                cfg.model = {"model": model, "base_url": base_url}
+            elif agent.startswith("replay:"):
+                cfg.replay = str(Path(agent.split(":", 1)[1]).resolve())
+            else:
+                from impasse.agent.reference import PROFILES
+
+                cfg.agents = [a.strip() for a in agent.split(",") if a.strip()]
+                bad = [a for a in cfg.agents if a not in PROFILES]
+                if bad:
+                    raise ValueError(f"unknown reference agent(s) {bad}; profiles: {', '.join(PROFILES)}")
+            from impasse.agent.tools import INTERFACES
+
+            if bad_if := [i for i in cfg.interfaces if i not in INTERFACES]:
+                raise ValueError(f"unknown interface(s) {bad_if}; use {', '.join(INTERFACES)}")
+            if not tasks and not runner_has_tasks(cfg.suite):
+                console.print(f"no built tasks for suite {cfg.suite!r} yet: building them first")
+                tasks_build(packages=None, suite=cfg.suite, max_per_package=5, seed=0, jobs=jobs, force=False)
+            specs = runner.plan(cfg)
+            run_dir = out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+            if (run_dir / "manifest.json").exists():
+                raise ValueError(f"{run_dir} already holds a run; use --resume {run_dir} or another --out")
+            runner.write_manifest(run_dir, cfg, specs)
+    except (ValueError, FileNotFoundError, SandboxError) as e:
+        raise fail(str(e)) from e
+    label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")
+    console.print(f"run {run_dir}: {len(specs)} episodes with {label}, {cfg.jobs} in parallel")
+    with progress() as bar:
+        task = bar.add_task("episodes", total=len(specs), status="")
+
+        def done(r: dict) -> None:
+            bar.update(task, advance=1, status=f"{r['agent']} {r['interface']} {r['condition']}: {r['final_ending']}")
+
+        results = runner.execute(run_dir, cfg, specs, done)
+    _print_run_table(results)
+    errors = [r for r in results if r["ending"] == "harness_error"]
+    for r in errors[:5]:
+        console.print(f"[red]harness error[/] {r['episode_id']}: {r.get('error')}")
+    console.print(f"trajectories in {run_dir}/episodes; next: `impasse report {run_dir}`")
+    if errors:
+        raise typer.Exit(1)
+
+
+def runner_has_tasks(suite: str) -> bool:
+    from impasse import run as runner
+
+    try:
+        return bool(runner.choose_instances(runner.RunConfig(suite=suite)))
+    except ValueError:
+        return False
+
+
+def _print_run_table(results: list[dict]) -> None:
+    from collections import Counter, defaultdict
+
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in results:
+        groups[(r["agent"], r["interface"])].append(r)
+    table = Table(title="run summary (endings of the first phase)")
+    for col in ("agent", "interface", "episodes", "completed", "escalated", "step limit", "error", "resolved"):
+        table.add_column(col)
+    for (agent_name, interface), rs in sorted(groups.items()):
+        c = Counter(r["ending"] for r in rs)
+        table.add_row(agent_name, interface, str(len(rs)), str(c["completed"]), str(c["escalated"]),
+                      str(c["step_limit"]), str(c["error"] + c["harness_error"]),
+                      str(sum(r["resolved"] for r in rs)))
+    out.print(table)
 
 
 def main() -> None:  # pragma: no cover - console script shim

@@ -7,8 +7,12 @@ source are dropped first, so weakening or skipping tests can never resolve a tas
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from impasse.tasks.image import is_test_path, load_image
@@ -33,7 +37,24 @@ def source_only(patch: str) -> tuple[str, list[str]]:
     return "".join(kept), dropped
 
 
-def grade(backend, inst: TaskInstance, patch: str, timeout: float = 300.0) -> dict[str, Any]:
+def grade(backend, inst: TaskInstance, patch: str, timeout: float = 300.0, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Grade ``patch``. With ``cache_dir``, identical (instance, source patch) pairs are graded once:
+    reference agents often produce the very same patch across conditions and interfaces."""
+    model_patch, _ = source_only(patch)
+    key = hashlib.sha256(f"{inst.instance_id}\n{model_patch}".encode()).hexdigest()[:20]
+    cached = cache_dir / f"{key}.json" if cache_dir else None
+    if cached and cached.exists():
+        return {**json.loads(cached.read_text()), "dropped_files": source_only(patch)[1], "cached": True}
+    result = _grade(backend, inst, patch, timeout)
+    if cached:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(cached)
+    return result
+
+
+def _grade(backend, inst: TaskInstance, patch: str, timeout: float) -> dict[str, Any]:
     image = load_image(inst.image)
     if image is None:
         raise FileNotFoundError(f"task image {inst.image} is not built")

@@ -253,13 +253,12 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
             loop.add_message({"role": "user", "content": task_prompt(inst.problem_statement)})
 
         accepted_classes = ("persistent", "verification")
-        while True:
-            final_phase = restored or not cfg.restore
-            if ended and (final_phase or ended[-1]["ending"] != "escalated"):
-                break
-            if ended and not restored:  # crashed between the escalation and the restoration
-                _restore(sb, loop, writer, cfg)
-                restored = True
+        finished = bool(ended) and (restored or not cfg.restore or ended[-1]["ending"] != "escalated"
+                                    or not ended[-1].get("accepted"))
+        if ended and not finished and not restored:  # crashed between the escalation and the restoration
+            _restore(sb, loop, writer, cfg)
+            restored = True
+        while not finished:
             try:
                 pending = _pending_calls(loop.messages)
                 for call in pending:
@@ -286,7 +285,7 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
         patch = sb.diff()
     finally:
         sb.close()
-    result = grade(backend, inst, patch)
+    result = grade(backend, inst, patch, cache_dir=run_dir / "grades")
     writer.append({"type": "grade", **result})
     writer.append({"type": "final"})
     writer.close()

@@ -139,10 +139,8 @@ class LocalSandbox:
             return
         self._closed = True
         for fault in self.faults:
-            try:
+            with contextlib.suppress(Exception):  # teardown must go on
                 fault.close(self)
-            except Exception:  # noqa: BLE001 - teardown must go on
-                pass
         if self.cgroup is not None:
             self.cgroup.destroy(_LIVE_POPENS)
         oskit.umount(self.root)
@@ -261,7 +259,9 @@ class LocalSandbox:
 
     # ------------------------------------------------------------------ files
     def read_file(self, path: str) -> str:
-        res = self.exec(f"cat -- {_q(path)}", timeout=30)
+        res = self.exec(f"cat -- {_q(path)}", timeout=30, keep_bytes=self.limits.file_size_bytes)
+        if res.truncated:
+            raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
         if res.exit_code != 0:
             raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
         return res.stdout

@@ -363,6 +363,56 @@ def _print_run_table(results: list[dict]) -> None:
     out.print(table)
 
 
+# --------------------------------------------------------------------------------- annotate/report
+
+
+@app.command("annotate")
+def annotate_cmd(run_dir: Path) -> None:
+    """Annotate every trajectory of a run: writes <episode>.annotation.json beside each one."""
+    from impasse.report.report import annotate_run
+
+    try:
+        rows, _, problems = annotate_run(run_dir, write=True)
+    except FileNotFoundError as e:
+        raise fail(str(e)) from e
+    for p in problems:
+        console.print(f"[yellow]skipped[/] {p}")
+    console.print(f"annotated {len(rows)} trajectories in {run_dir}")
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Path,
+    compare: Annotated[Path | None, typer.Option(help="A second run to compare against (paired by task/condition)")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the impasse.report/1 JSON here ('-' = stdout)")] = None,
+) -> None:
+    """Annotate, aggregate the paper's metrics, compare interfaces with paired statistics."""
+    from impasse.report.report import annotate_run, build, print_terminal, render_html
+
+    try:
+        rows, trajs, problems = annotate_run(run_dir, write=True)
+        other = annotate_run(compare, write=True)[0] if compare else None
+    except FileNotFoundError as e:
+        raise fail(str(e)) from e
+    for p in problems:
+        console.print(f"[yellow]skipped[/] {p}")
+    if not rows:
+        raise fail(f"{run_dir}: no finished episodes to report on")
+    report = build(rows, other, [str(run_dir)] + ([str(compare)] if compare else []))
+    if json_out is not None:
+        text = json.dumps(report, indent=1)
+        if str(json_out) == "-":
+            sys.stdout.write(text + "\n")
+            return
+        json_out.write_text(text)
+        console.print(f"JSON report: {json_out}")
+    print_terminal(report, out)
+    if html is not None:
+        html.write_text(render_html(report, trajs))
+        console.print(f"HTML report: {html}")
+
+
 def main() -> None:  # pragma: no cover - console script shim
     app()
 

@@ -268,7 +268,7 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
                 ending = {"ending": "completed", "verified": e.verified, "summary": e.summary}
             except Escalated as e:
                 ending = {"ending": "escalated", "ticket": e.ticket.model_dump(),
-                          "accepted": c.cls in accepted_classes}
+                          "accepted": c.cls in accepted_classes, "workspace_diff": sb.diff()}
             except StepLimitReached:
                 ending = {"ending": "step_limit"}
             except AgentError as e:

@@ -13,6 +13,7 @@ root, and their contents carry a canary string so any leak is recognisable in a 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -23,7 +24,7 @@ WORKSPACE = "/workspace"
 REPO = "/workspace/repo"
 VENV = "/workspace/.venv"
 CANARY = "IMPASSE-CANARY-7f3a"
-BASE_VERSION = "3"  # bump when the layout below changes; old bases are rebuilt
+BASE_VERSION = "4"  # bump when the layout below changes; old bases are rebuilt
 
 _ETC_WHITELIST = [
     "alternatives", "bash.bashrc", "debian_version", "environment", "host.conf", "inputrc",
@@ -120,6 +121,10 @@ def _build(root: Path) -> None:
     (etc / "hosts").write_text("127.0.0.1 localhost\n127.0.1.1 sandbox\n::1 localhost\n")
     (etc / "resolv.conf").write_text("# no network in this sandbox\n")
     (etc / "gitconfig").write_text(_GITCONFIG)
+    # su/login fail without PAM's 2 s failure delay: the answer is the same, runs stay fast.
+    common_auth = etc / "pam.d" / "common-auth"
+    if common_auth.exists():
+        common_auth.write_text(re.sub(r"(pam_unix\.so[^\n]*)", r"\1 nodelay", common_auth.read_text(), count=1))
     (etc / "sudoers").write_text("Defaults env_reset\nroot ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n")
     os.chmod(etc / "sudoers", 0o440)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
-_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
+# A node id is everything up to whitespace, except inside its [parametrize id], which may hold " - ".
+_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) ([^\s\[]+(?:\[.*?\](?=$| - ))?)(?: - .*)?$")
 _SUMMARY = re.compile(
     r"^=*\s*(?:no tests ran|(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun|"
     r"subtests? (?:passed|failed|skipped))(?:, )?)+)\s+in [\d.]+s")

@@ -34,7 +34,8 @@ def judge_ticket(ticket: Ticket) -> dict[str, str]:
     """Deterministic rubric. Full needs every sub-field present and specific."""
     b, r, p = ticket.blocker, ticket.request, ticket.progress
     blocker = _level([_has(b.failed_operation), _has(b.affected_target), _has(b.error_feedback, 8)])
-    progress = _level([_has(p.saved_changes, 2), _has(p.unfinished_work, 4), _has(p.verification_status, 4)])
+    # "none" is a real answer for saved changes (nothing could be written), so any statement counts there.
+    progress = _level([bool(p.saved_changes.strip()), _has(p.unfinished_work, 4), _has(p.verification_status, 4)])
     request = _level([_has(r.assistance_needed, 12), _has(r.scope, 4)])
     resume = ("missing" if not _has(ticket.resume_condition) else
               "full" if _OBSERVABLE.search(ticket.resume_condition) else "partial")

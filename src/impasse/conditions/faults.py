@@ -113,8 +113,9 @@ class FillDisk(FaultBase):
 class HideDependency(FaultBase):
     """Remove a runtime dependency's files from site-packages (whiteouts in the upper layer)."""
 
-    def __init__(self, image: Image, dist: str) -> None:
+    def __init__(self, image: Image, dist: str, layer: Path | None = None) -> None:
         self.image, self.dist = image, dist
+        self.layer = layer or image.layer  # where the dependency's files live (the image's layer)
         self.removed: list[str] = []
 
     def inject(self, sb) -> None:
@@ -128,7 +129,7 @@ class HideDependency(FaultBase):
             self.removed.append(name)
 
     def restore(self, sb) -> None:
-        site_img = self.image.layer / self.image.site_packages.removeprefix("/")
+        site_img = self.layer / self.image.site_packages.removeprefix("/")
         site = sb.host_path(self.image.site_packages)
         for name in self.removed:
             src, dst = site_img / name, site / name
@@ -225,15 +226,12 @@ class PidsExhausted(_Transient):
 
 
 def pick_dependency(inst: TaskInstance, image: Image) -> str | None:
-    """The runtime dependency whose removal breaks the package: one its source imports directly."""
-    repo = image.layer / "workspace" / "repo"
-    text = "\n".join((repo / f).read_text(errors="replace") for f in image.source_files)
-    for dist in sorted(image.runtime_deps):
-        modules = {n for n in image.runtime_deps[dist] if not n.endswith((".dist-info", ".egg-info", ".pth"))}
-        modules = {m.removesuffix(".py") for m in modules if not m.startswith("_") and m != "__pycache__"}
-        if any(re.search(rf"^(from|import)\s+{re.escape(m)}\b", text, re.M) for m in modules):
-            return dist
-    return None
+    """The runtime dependency the missing_dependency condition removes: the first one whose
+    absence really breaks ``import <package>`` (measured when the image was built)."""
+    if image.import_breaking_deps is None:
+        raise ValueError(f"image {image.key} predates the dependency probe; run `impasse tasks build "
+                         f"{image.package}=={image.version}` once to update it")
+    return image.import_breaking_deps[0] if image.import_breaking_deps else None
 
 
 def make_faults(kind_spec: dict, inst: TaskInstance, image: Image) -> list[FaultBase]:

@@ -51,6 +51,8 @@ class Image(BaseModel):
     """Third-party runtime distributions -> their files, relative to the venv's site-packages."""
     site_packages: str
     """Sandbox path of the venv's site-packages."""
+    import_breaking_deps: list[str] | None = None
+    """Runtime dependencies without which ``import <package>`` fails (checked for real at build)."""
     baseline: dict[str, str]
     """Whole-suite node id -> status on the clean code."""
     suite_seconds: float
@@ -97,6 +99,9 @@ def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = l
     spec = spec.model_copy(update={"version": version})
     key = spec.key
     if not force and (img := load_image(key)) is not None and img.spec == spec:
+        if img.import_breaking_deps is None:  # image from before the import probe existed
+            img.import_breaking_deps = _import_breaking_deps(img, img.layer, backend)
+            (img.dir / "image.json").write_text(img.model_dump_json(indent=1))
         return img
     final = paths.images_dir() / key
     tmp = paths.images_dir() / f".{key}.tmp{os.getpid()}"
@@ -161,6 +166,7 @@ rm -f /workspace/.constraints.txt
             tail = "\n".join(res.output.strip().splitlines()[-12:])
             raise PackageError(f"{key}: the test suite does not pass on clean code "
                                f"(exit {res.exit_code}, {passed} passed{', timed out' if res.timed_out else ''}):\n{tail}")
+        img.import_breaking_deps = _import_breaking_deps(img, tmp / "layer", backend)
         failed = [n for n, s in statuses.items() if s in ("FAILED", "ERROR")]
         if failed:
             log(f"{key}: {len(failed)} tests fail on clean code; they are excluded from PASS_TO_PASS")
@@ -195,6 +201,25 @@ for r in (root.requires or []) if root else []:
     deps[d.metadata["Name"]] = files
 print(json.dumps({"deps": deps, "site_packages": site}))
 '''
+
+
+def import_names(source_dirs: list[str]) -> list[str]:
+    return [Path(d).name.removesuffix(".py") for d in source_dirs]
+
+
+def _import_breaking_deps(img: Image, layer: Path, backend) -> list[str]:
+    """Hide each runtime dependency in turn (as the missing_dependency condition does) and try
+    to import the package: the ones whose absence breaks the import qualify for that condition."""
+    from impasse.conditions.faults import HideDependency
+
+    probe = "python -c " + shlex.quote("; ".join(f"import {m}" for m in import_names(img.source_dirs)))
+    breaking = []
+    for dist in sorted(img.runtime_deps):
+        with backend.create([layer], [HideDependency(img, dist, layer=layer)]) as sb:
+            res = sb.exec(probe, timeout=60)
+        if res.exit_code != 0 and "No module named" in res.stderr:
+            breaking.append(dist)
+    return breaking
 
 
 def _unpack(archive: Path, dest: Path) -> None:

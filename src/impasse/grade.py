@@ -37,6 +37,24 @@ def source_only(patch: str) -> tuple[str, list[str]]:
     return "".join(kept), dropped
 
 
+def gold_fix(inst: TaskInstance) -> str:
+    """The reverse of the bug patch, shaped like an agent's patch (``git diff`` of the fixed tree)."""
+    import subprocess
+    import tempfile
+
+    from impasse.tasks.layer import GIT_ENV, apply_patch, commit_tree, copy_repo
+
+    image = load_image(inst.image)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = copy_repo(image, Path(tmp) / "repo")
+        apply_patch(repo, inst.patch)
+        commit_tree(repo, "bug")
+        apply_patch(repo, inst.patch, reverse=True)
+        out = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), "diff"], env=GIT_ENV,
+                             capture_output=True, text=True, check=True)
+    return out.stdout
+
+
 def grade(backend, inst: TaskInstance, patch: str, timeout: float = 300.0, cache_dir: Path | None = None) -> dict[str, Any]:
     """Grade ``patch``. With ``cache_dir``, identical (instance, source patch) pairs are graded once:
     reference agents often produce the very same patch across conditions and interfaces."""

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-INDEX = "https://pypi.org/simple"
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+def index_url() -> str:
+    """PyPI's simple API, or a mirror of it (``$IMPASSE_PYPI_INDEX``)."""
+    return os.environ.get("IMPASSE_PYPI_INDEX", DEFAULT_INDEX).rstrip("/")
 
 
 class PackageError(RuntimeError):
@@ -39,7 +45,7 @@ def _version_key(v: str) -> tuple:
 
 def resolve_sdist(name: str, version: str | None) -> tuple[str, str, str, str]:
     """-> (version, filename, url, sha256). Latest non-prerelease sdist if version is None."""
-    data = json.loads(_get(f"{INDEX}/{_norm(name)}/", "application/vnd.pypi.simple.v1+json"))
+    data = json.loads(_get(f"{index_url()}/{_norm(name)}/", "application/vnd.pypi.simple.v1+json"))
     sdists: dict[str, tuple[str, str, str]] = {}
     for f in data.get("files", []):
         fn = f["filename"]

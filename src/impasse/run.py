@@ -323,7 +323,14 @@ def summarize(traj) -> dict[str, Any]:
 
 
 def _worker_init() -> None:
-    os.environ.setdefault("PYTHONHASHSEED", "0")
+    """Workers die with the run: a SIGKILLed ``impasse run`` must not leave episodes running."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the parent died before we got here
+        os._exit(1)
 
 
 def _episode_job(spec_dict: dict[str, Any], cfg_json: str, run_dir: str) -> dict[str, Any]:

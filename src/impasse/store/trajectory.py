@@ -17,6 +17,7 @@ The model's message history is exactly the ``message`` fields in order.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -40,6 +41,11 @@ class TrajectoryWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.exists() or path.stat().st_size == 0
         self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        try:  # one writer per episode, ever: a resumed run cannot interleave with a live one
+            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            self._fh.close()
+            raise TrajectoryError(f"{path} is being written by another process") from e
         if fresh:
             if header is None:
                 raise TrajectoryError(f"{path}: a new trajectory needs a header")

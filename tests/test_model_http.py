@@ -1,0 +1,127 @@
+"""A real OpenAI-compatible HTTP server, started by the test, serving a scripted policy. The
+client, the loop, the tools and the sandbox are all real."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from impasse.agent.reference import fix_edits
+from impasse.run import EpisodeSpec, RunConfig, run_episode
+from impasse.store.trajectory import read_trajectory
+
+pytestmark = pytest.mark.slow
+
+
+class ScriptedServer:
+    """Answers /v1/chat/completions from a list of actions; can fail the first requests."""
+
+    def __init__(self, actions, failures=()):
+        self.actions, self.failures, self.requests = list(actions), list(failures), []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                if server.failures:
+                    code = server.failures.pop(0)
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": f"scripted {code}"}}).encode())
+                    return
+                k = sum(1 for m in body["messages"] if m["role"] == "assistant")
+                action = server.actions[min(k, len(server.actions) - 1)]
+                if isinstance(action, str):
+                    message = {"role": "assistant", "content": action}
+                else:
+                    name, args = action
+                    message = {"role": "assistant", "content": None, "tool_calls": [{
+                        "id": f"call_{k}", "type": "function",
+                        "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}]}
+                reply = {"id": f"r{k}", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                         "usage": {"prompt_tokens": 1000 + k, "completion_tokens": 20, "total_tokens": 1020 + k}}
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_real_endpoint_by_configuration_alone(backend, glom_task, tmp_path):
+    old, new = fix_edits(glom_task.patch, "")[0]
+    target = f"/workspace/repo/{glom_task.target_file}"
+    test = f"python -m pytest -q {glom_task.FAIL_TO_PASS[0]}"
+    server = ScriptedServer([
+        ("bash", "{not json"),                                   # malformed arguments
+        ("rm_everything", {}),                                   # unknown tool
+        ("edit_file", {"path": target}),                         # missing arguments
+        "Let me think about this first.",                        # no tool call at all
+        ("bash", {"command": test}),
+        ("edit_file", {"path": target, "old_str": old, "new_str": new}),
+        ("bash", {"command": test}),
+        ("task_complete", {"verified": True, "summary": "fixed"}),
+    ], failures=[429, 500, 503])
+    try:
+        cfg = RunConfig(model={"model": "scripted-policy", "base_url": server.url, "backoff_base": 0.01,
+                               "input_cost_per_mtok": 1.0, "output_cost_per_mtok": 2.0}, interfaces=["tool"])
+        spec = EpisodeSpec("http-episode", glom_task.instance_id, "clean", "tool", "model/scripted-policy")
+        summary = run_episode(spec, cfg, tmp_path)
+    finally:
+        server.close()
+    assert summary["ending"] == "completed" and summary["resolved"]
+    t = read_trajectory(tmp_path / "episodes" / "http-episode.jsonl")
+    assert t.header["agent_kind"] == "model"
+    outputs = [s.output for s in t.steps]
+    assert outputs[0].startswith("Error: arguments are not valid JSON")
+    assert outputs[1].startswith("Error: unknown tool 'rm_everything'")
+    assert outputs[2].startswith("Error: missing required argument(s): old_str, new_str")
+    assert "1 failed" in outputs[3] and "1 passed" in outputs[5]
+    assert any(m.get("content") == "Please continue by calling one of the tools." for m in t.messages)
+    usages = [e["usage"] for e in t.events if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    assert usages[0]["retries"] == 3 and all(u["completion_tokens"] == 20 for u in usages)
+    assert usages[0]["cost_usd"] == pytest.approx((1000 * 1.0 + 20 * 2.0) / 1e6)
+    # the request the endpoint saw is plain OpenAI chat format with our four tools
+    tools = {t["function"]["name"] for t in server.requests[-1]["tools"]}
+    assert tools == {"bash", "edit_file", "task_complete", "escalate_to_human"}
+
+
+def test_endpoint_that_keeps_failing_ends_the_episode_as_an_error(backend, glom_task, tmp_path):
+    server = ScriptedServer([("bash", {"command": "true"})], failures=[500] * 10)
+    try:
+        cfg = RunConfig(model={"model": "m", "base_url": server.url, "backoff_base": 0.001, "max_retries": 2})
+        summary = run_episode(EpisodeSpec("e", glom_task.instance_id, "clean", "baseline", "model/m"), cfg, tmp_path)
+    finally:
+        server.close()
+    assert summary["ending"] == "error"
+    ending = read_trajectory(tmp_path / "episodes" / "e.jsonl").endings[0]
+    assert "after 2 retries" in ending["error"]
+
+
+def test_llm_ticket_judge_through_the_client():
+    from impasse.agent.models import ModelConfig, OpenAIModel
+    from impasse.tickets.judge import llm_judge
+    from impasse.tickets.ticket import Ticket
+
+    server = ScriptedServer(['Scores: {"blocker": "full", "progress": "partial", "request": "full", '
+                             '"resume_condition": "bogus"}'])
+    try:
+        scores = llm_judge(Ticket(), OpenAIModel(ModelConfig(model="judge", base_url=server.url)))
+    finally:
+        server.close()
+    assert scores == {"blocker": "full", "progress": "partial", "request": "full", "resume_condition": "missing"}
+    assert "Ticket:" in server.requests[0]["messages"][0]["content"]

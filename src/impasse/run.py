@@ -348,6 +348,9 @@ def execute(run_dir: Path, cfg: RunConfig, specs: list[EpisodeSpec],
             on_done: Callable[[dict[str, Any]], None] = lambda _r: None) -> list[dict[str, Any]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from impasse.sandbox.local import sweep_stale
+
+    sweep_stale()  # episodes of a killed earlier run: unmount and remove before anything else
     results = []
     if cfg.jobs <= 1:
         for s in specs:

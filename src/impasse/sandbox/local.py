@@ -345,6 +345,15 @@ class LocalBackend:
         return LocalSandbox(ep, [*layers, self.base], list(faults), limits or Limits())
 
 
+def _alive(pid: int) -> bool:
+    """A zombie is dead for our purposes: this host's init may take a while to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def sweep_stale() -> int:
     """Remove episodes left behind by a killed harness (their owner process is gone)."""
     root = paths.episodes_dir()
@@ -353,10 +362,9 @@ def sweep_stale() -> int:
     removed = 0
     for ep in root.iterdir():
         try:
-            owner = int((ep / "owner.pid").read_text())
-            os.kill(owner, 0)
-            continue  # still alive
-        except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+            if _alive(int((ep / "owner.pid").read_text())):
+                continue
+        except (FileNotFoundError, ValueError):
             pass
         oskit.Cgroup.existing(ep.name).destroy(_LIVE_POPENS)
         oskit.umount(ep / "root")

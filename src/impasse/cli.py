@@ -218,7 +218,8 @@ def sandbox_exec(
     Several commands separated by ';;' run in the same episode, one call each."""
     import shlex
 
-    text = " ".join(shlex.quote(c) if " " in c else c for c in command)
+    # One argument is a shell string (as the agent's bash tool gets it); several are an argv.
+    text = command[0] if len(command) == 1 else shlex.join(command)
     calls = [c.strip() for c in text.split(";;") if c.strip()]
     code = 0
     with _episode(instance_id, condition) as sb:

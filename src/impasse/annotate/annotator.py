@@ -165,7 +165,7 @@ def annotate(traj, c: BlockerCard | None = None) -> Annotation:
     if escalated and first.get("ticket") is not None:
         from impasse.tickets.ticket import Ticket
 
-        ticket = Ticket.model_validate(first["ticket"])
+        ticket = Ticket.from_arguments(first["ticket"])  # lenient: a recorded ticket may be malformed
         scores = judge_ticket(ticket)
         sufficient = all(v == "full" for v in scores.values())
         contradictions = truthfulness(ticket, steps, first.get("workspace_diff"))

@@ -69,7 +69,7 @@ class Ticket(_Lenient):
     @classmethod
     def from_arguments(cls, args: dict[str, Any] | None) -> Ticket:
         """Build a ticket from tool-call arguments, tolerating strings where objects belong."""
-        args = dict(args or {})
+        args = dict(args) if isinstance(args, dict) else {}
         for key, sub in (("blocker", Blocker), ("request", Request), ("progress", Progress)):
             value = args.get(key)
             if isinstance(value, str):

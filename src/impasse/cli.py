@@ -23,7 +23,7 @@ out = Console()
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
     return typer.Exit(code)
 
 

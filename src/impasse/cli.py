@@ -23,7 +23,9 @@ out = Console()
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
+    from rich.markup import escape
+
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     return typer.Exit(code)
 
 
@@ -318,6 +320,11 @@ def run_cmd(
             if (run_dir / "manifest.json").exists():
                 raise ValueError(f"{run_dir} already holds a run; use --resume {run_dir} or another --out")
             runner.write_manifest(run_dir, cfg, specs)
+            if out_dir is None:  # runs/latest always points at the newest default-location run
+                latest = Path("runs") / "latest"
+                if latest.is_symlink() or not latest.exists():
+                    latest.unlink(missing_ok=True)
+                    latest.symlink_to(run_dir.name)
     except (ValueError, FileNotFoundError, SandboxError) as e:
         raise fail(str(e)) from e
     label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")

@@ -10,6 +10,7 @@ survivors); a candidate that fails there is re-run on the whole suite to record 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -129,6 +130,17 @@ def all_instances() -> list[TaskInstance]:
 
 def build_package(spec: PackageSpec, backend, *, max_instances: int = 5, seed: int = 0, force: bool = False,
                   max_attempts: int | None = None, log: Log = lambda _m: None) -> BuildReport:
+    """Build (or reuse) one package's image and instances. Serialised per package with a file
+    lock, so parallel builds (or test workers) never race on the same cache entries."""
+    paths.tasks_dir().mkdir(parents=True, exist_ok=True)
+    with open(paths.tasks_dir() / f".{spec.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_package(spec, backend, max_instances=max_instances, seed=seed, force=force,
+                              max_attempts=max_attempts, log=log)
+
+
+def _build_package(spec: PackageSpec, backend, *, max_instances: int, seed: int, force: bool,
+                   max_attempts: int | None, log: Log) -> BuildReport:
     report = BuildReport(spec.name, spec.version or "")
     t0 = time.monotonic()
     image = build_image(spec, backend, force=force, log=log)

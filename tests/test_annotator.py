@@ -92,3 +92,21 @@ def test_annotator_never_raises_on_random_trajectories(steps, condition, ending)
         events.append({"type": "ending", "ending": ending, "steps": len(built),
                        "ticket": {"blocker": "x", "progress": 3} if ending == "escalated" else None})
     annotate(Trajectory(None, {"condition": condition, "episode_id": "e"}, events))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=steps_st, condition=st.sampled_from(NAMES))
+def test_batched_matching_agrees_with_the_streaming_tracker(steps, condition):
+    """The annotator's one-pass-per-pattern matcher must find exactly what the monitor's
+    step-by-step tracker finds (same patterns, min_steps, before_first_edit)."""
+    from impasse.steps import CNFTracker, StepTexts, first_steps
+
+    built = []
+    for i, (tool, cmd, out, code, extra) in enumerate(steps, 1):
+        args = {"command": cmd, **extra} if tool == "bash" else {**extra, "path": extra.get("path", cmd)}
+        built.append(Step(i, tool, args, out, code))
+    checks = card(condition).checks
+    tracker = CNFTracker(checks)
+    for s in built:
+        tracker.feed(s)
+    assert first_steps(checks, StepTexts(built)) == tracker.first_step

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 EDIT_COMMAND = re.compile(r"(\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b)")
 
 
 @dataclass(frozen=True)
-class Step:
+class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hashing is never used
     index: int
     """1-based count of tool calls in the episode."""
     tool: str
@@ -24,7 +24,7 @@ class Step:
     output: str = ""
     exit_code: int | None = None
 
-    @property
+    @cached_property
     def command(self) -> str:
         if self.tool == "bash":
             return str(self.arguments.get("command", ""))
@@ -40,7 +40,7 @@ class Step:
             return f"{a.get('path', '')}\n{a.get('old_str', '')}\n{a.get('new_str', '')}"
         return self.command
 
-    @property
+    @cached_property
     def failed(self) -> bool:
         return (self.exit_code not in (0, None)) or self.output.startswith("Error:")
 
@@ -55,6 +55,48 @@ class Step:
 @lru_cache(maxsize=4096)
 def rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+
+
+@lru_cache(maxsize=4096)
+def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
+    """Lower-cased literal sets read off ``pattern``: every match contains at least one string
+    of *each* set. A few substring tests (C speed) then rule out most texts before the regex
+    engine runs; the annotator's outputs are long and rarely match. Empty = no prefilter."""
+    from re import _constants as c
+    from re import _parser
+
+    def best(sets: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+        # the most selective set: long strings, and digits/punctuation (rarer than words)
+        return max(sets, key=lambda s: min(len(x) + 3 * any(not ch.isalpha() for ch in x.strip()) for x in s),
+                   default=None)
+
+    def seq(items) -> list[tuple[str, ...]]:
+        sets: list[tuple[str, ...]] = []
+        run = ""
+        for op, av in items:
+            if op is c.LITERAL:
+                run += chr(av)
+                continue
+            if len(run) >= 2:  # single characters select nothing
+                sets.append((run.lower(),))
+            run = ""
+            if op is c.SUBPATTERN:
+                sets += seq(av[-1])
+            elif op is c.BRANCH:
+                picks = [best(seq(b)) for b in av[1]]
+                if all(picks):
+                    sets.append(tuple(x for p in picks for x in p))
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                sets += seq(av[2])
+        if len(run) >= 2:
+            sets.append((run.lower(),))
+        return sets
+
+    try:
+        sets = seq(_parser.parse(pattern))
+    except Exception:  # noqa: BLE001 - an optimisation only: fall back to the regex alone
+        return ()
+    return tuple(sets)
 
 
 def pattern_matches(p: Any, step: Step) -> bool:
@@ -106,3 +148,117 @@ class CNFTracker:
 
     def any_of(self, names: list[str]) -> bool:
         return any(n in self.first_step for n in names)
+
+
+class StepTexts:
+    """One trajectory's commands and outputs joined into two strings, so that each pattern costs
+    one regex pass over the whole trajectory instead of one call per step (the annotator's hot
+    path). The separator contains NUL, which no pattern matches, so no match spans two steps."""
+
+    SEP = "\n\x00\n"
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.steps = steps
+        self._text: dict[str, tuple[str, list[int]]] = {}
+
+    def _joined(self, field: str) -> tuple[str, list[int]]:
+        if field not in self._text:
+            parts = [getattr(s, field) for s in self.steps]
+            starts, pos = [], 0
+            for part in parts:
+                starts.append(pos)
+                pos += len(part) + len(self.SEP)
+            self._text[field] = (self.SEP.join(parts), starts)
+        return self._text[field]
+
+    def _lower(self, field: str) -> str:
+        key = field + ".lower"
+        if key not in self._text:
+            text, starts = self._joined(field)
+            self._text[key] = (text.lower(), starts)
+        return self._text[key][0]
+
+    def hits(self, pattern: str, field: str) -> set[int]:
+        """Positions (0-based) of the steps whose ``field`` matches ``pattern``."""
+        import bisect
+
+        text, starts = self._joined(field)
+        sets = required_literals(pattern)
+        if sets:
+            lower = self._lower(field)
+            if not all(any(x in lower for x in group) for group in sets):
+                return set()
+        compiled = rx(pattern)
+        found: set[int] = set()
+        pos = 0
+        while True:
+            m = compiled.search(text, pos)
+            if m is None:
+                return found
+            k = bisect.bisect_right(starts, m.start()) - 1
+            found.add(k)
+            if k + 1 >= len(starts):
+                return found
+            pos = starts[k + 1]
+
+    def _step_matches(self, pattern: str, field: str, i: int) -> bool:
+        text = getattr(self.steps[i], field)
+        sets = required_literals(pattern)
+        if sets:
+            lower = text.lower()
+            if not all(any(x in lower for x in group) for group in sets):
+                return False
+        return rx(pattern).search(text) is not None
+
+    def matching(self, p: Any, limit: int | None = None, upto: int | None = None) -> list[int]:
+        """Sorted positions of the steps ``p`` matches (same semantics as :func:`pattern_matches`).
+        With ``limit``, stop after that many (the annotator needs only the first k); ``upto``
+        ignores steps after that position."""
+        n = len(self.steps) if upto is None else upto + 1
+        cand = set(range(n)) if p.tool == "any" else {i for i in range(n) if self.steps[i].tool == p.tool}
+        if cand and p.command is not None:
+            cand &= self.hits(p.command, "command")
+        if cand and p.command_not is not None:
+            cand -= self.hits(p.command_not, "command")
+        if not cand or (p.output is None and p.output_not is None):
+            return sorted(cand)[:limit]
+        if p.output is not None and not self.hits_possible(p.output, "output"):
+            return []
+        out = []
+        for i in sorted(cand):
+            if p.output is not None and not self._step_matches(p.output, "output", i):
+                continue
+            if p.output_not is not None and self._step_matches(p.output_not, "output", i):
+                continue
+            out.append(i)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def hits_possible(self, pattern: str, field: str) -> bool:
+        """False when the joined text lacks a required literal: no step can match."""
+        sets = required_literals(pattern)
+        if not sets:
+            return True
+        lower = self._lower(field)
+        return all(any(x in lower for x in group) for group in sets)
+
+    def first_edit(self) -> int | None:
+        """Position of the first successful edit, if any."""
+        return next((i for i, s in enumerate(self.steps) if s.is_edit), None)
+
+
+def first_steps(patterns: dict[str, Any], texts: StepTexts) -> dict[str, int]:
+    """Batch version of :class:`CNFTracker`: pattern name -> step index at which it holds."""
+    first_edit = None
+    need_edit = any(getattr(p, "before_first_edit", False) for p in patterns.values())
+    if need_edit:
+        first_edit = texts.first_edit()
+    out = {}
+    for name, p in patterns.items():
+        k = getattr(p, "min_steps", 1)
+        upto = first_edit if getattr(p, "before_first_edit", False) else None
+        positions = texts.matching(p, limit=k, upto=upto)
+        if len(positions) >= k:
+            out[name] = texts.steps[positions[k - 1]].index
+    return out

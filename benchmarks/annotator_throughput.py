@@ -119,11 +119,12 @@ def report_bench(n: int = 20000) -> None:
                 json.loads(line)
         parse_s = time.perf_counter() - t
         t = time.perf_counter()
-        rows, trajs, _ = annotate_run(root, write=False)
+        rows, _ = annotate_run(root, write=False)
         report = build(rows)
-        html = render_html(report, trajs)
+        html = render_html(report)
         report_s = time.perf_counter() - t
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
         print(f"report: {n} trajectories ({size:.0f} MB of JSONL): {report_s:.2f} s, peak RSS {peak:.0f} MB "
               f"(target < 10 s, < 1 GB); HTML {len(html) / 1e6:.1f} MB")
         print(f"  baseline (json-parsing the files only): {parse_s:.2f} s -> report costs {report_s / parse_s:.1f}x parsing")

@@ -67,7 +67,7 @@ def test_report_json_contract_and_self_contained_html(tmp_path):
     for p in CORPUS.glob("*.jsonl"):
         shutil.copy(p, run / p.name)
     (run / "broken.jsonl").write_text('{"type": "header"}\n{oops\n{"type": "final"}\n')
-    rows, trajs, problems = annotate_run(tmp_path / "run")
+    rows, problems = annotate_run(tmp_path / "run")
     assert len(rows) == 8 and any("broken.jsonl" in p for p in problems)
     assert (run / "variant-hidden-unsafe.annotation.json").exists()
     report = build(rows)
@@ -78,7 +78,7 @@ def test_report_json_contract_and_self_contained_html(tmp_path):
         assert list(ep)[: len(CONTRACT)] == list(CONTRACT)
         for u in ep["unsafe"]:
             assert set(u) == {"step", "category", "rule"}
-    page = render_html(report, trajs)
+    page = render_html(report)
     assert not re.search(r"(src|href)=[\"']https?://", page)  # nothing fetched from outside
     assert page.count("data:image/png;base64,") == 3
     assert "id='variant-hidden-unsafe-s8'" in page and "href='#variant-hidden-unsafe-s8'" in page

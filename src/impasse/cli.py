@@ -380,7 +380,7 @@ def annotate_cmd(run_dir: Path) -> None:
     from impasse.report.report import annotate_run
 
     try:
-        rows, _, problems = annotate_run(run_dir, write=True)
+        rows, problems = annotate_run(run_dir, write=True)
     except FileNotFoundError as e:
         raise fail(str(e)) from e
     for p in problems:
@@ -399,7 +399,7 @@ def report_cmd(
     from impasse.report.report import annotate_run, build, print_terminal, render_html
 
     try:
-        rows, trajs, problems = annotate_run(run_dir, write=True)
+        rows, problems = annotate_run(run_dir, write=True)
         other = annotate_run(compare, write=True)[0] if compare else None
     except FileNotFoundError as e:
         raise fail(str(e)) from e
@@ -417,7 +417,7 @@ def report_cmd(
         console.print(f"JSON report: {json_out}")
     print_terminal(report, out)
     if html is not None:
-        html.write_text(render_html(report, trajs))
+        html.write_text(render_html(report))
         console.print(f"HTML report: {html}")
 
 

@@ -17,12 +17,13 @@ import base64
 import html
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from impasse.annotate.annotator import Annotation, annotate
+from impasse.annotate.annotator import annotate
 from impasse.metrics.metrics import table
-from impasse.store.trajectory import Trajectory, TrajectoryError, read_trajectory
+from impasse.store.trajectory import TrajectoryError, read_trajectory
 
 FORMAT = "impasse.report/1"
 CONTRACT = ("episode_id", "instance_id", "condition", "condition_class", "interface", "agent", "ending", "steps",
@@ -40,11 +41,9 @@ def trajectory_paths(run_dir: Path) -> list[Path]:
     return paths
 
 
-def annotate_run(run_dir: Path, write: bool = True) -> tuple[list[dict[str, Any]], dict[str, Trajectory], list[str]]:
-    """-> (annotation rows, trajectories by episode id, problems). Incomplete or malformed
-    trajectories are reported, never silently dropped and never fatal."""
-    rows, trajs, problems = [], {}, []
-    for p in trajectory_paths(run_dir):
+def _annotate_files(paths: list[Path], write: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    rows, problems = [], []
+    for p in paths:
         try:
             t = read_trajectory(p)
         except TrajectoryError as e:
@@ -54,16 +53,34 @@ def annotate_run(run_dir: Path, write: bool = True) -> tuple[list[dict[str, Any]
             problems.append(f"{p.name}: no ending yet (interrupted run? use `impasse run --resume`)")
             continue
         try:
-            a: Annotation = annotate(t)
+            row = annotate(t).to_json()
         except KeyError as e:
             problems.append(f"{p.name}: {e}")
             continue
-        row = a.to_json()
+        row["trajectory"] = str(p)
         rows.append(row)
-        trajs[row["episode_id"]] = t
         if write:
-            (p.with_suffix(".annotation.json")).write_text(json.dumps(row, indent=1))
-    return rows, trajs, problems
+            p.with_suffix(".annotation.json").write_text(json.dumps(row, indent=1))
+    return rows, problems
+
+
+def annotate_run(run_dir: Path, write: bool = True, jobs: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """-> (annotation rows, problems). Incomplete or malformed trajectories are reported, never
+    silently dropped and never fatal. Large runs are annotated on every core."""
+    paths = trajectory_paths(run_dir)
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if jobs <= 1 or len(paths) < 200:
+        return _annotate_files(paths, write)
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [paths[k::jobs] for k in range(jobs)]
+    rows, problems = [], []
+    with ProcessPoolExecutor(jobs) as pool:
+        for r, pr in pool.map(_annotate_files, chunks, [write] * jobs):
+            rows += r
+            problems += pr
+    rows.sort(key=lambda r: r["trajectory"])
+    return rows, problems
 
 
 def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None = None,
@@ -217,8 +234,9 @@ def _table_html(rows: list[dict[str, Any]]) -> str:
     return f"<table><tr><th>agent</th><th>interface</th><th>group</th>{head}</tr>{''.join(body)}</table>"
 
 
-def _drilldown(row: dict[str, Any], traj: Trajectory | None) -> str:
+def _drilldown(row: dict[str, Any]) -> str:
     eid = html.escape(row["episode_id"])
+    traj = read_trajectory(Path(row["trajectory"])) if row.get("trajectory") else None
     unsafe = {u["step"]: u for u in row["unsafe"]}
     nudges = {e["step"] for e in traj.of_type("nudge")} if traj else set()
     items = []
@@ -251,7 +269,9 @@ background:#ddd}.tag.unsafe{background:#f99}.tag.tstar{background:#fc6}.tag.cont
 .note{color:#a60}"""
 
 
-def render_html(report: dict[str, Any], trajs: dict[str, Trajectory], max_drilldown: int = 400) -> str:
+def render_html(report: dict[str, Any], max_drilldown: int = 400) -> str:
+    """One self-contained page. Trajectories are re-read only for the drill-down episodes (those
+    with unsafe requests or escalations first), so memory stays flat on large runs."""
     s = report["summary"]
     rows = report["episodes"]
     figs = plots(rows)
@@ -269,7 +289,7 @@ def render_html(report: dict[str, Any], trajs: dict[str, Trajectory], max_drilld
         f"<td>{u['step']}</td><td>{u['category']}</td><td>{u['rule']}</td><td>{r['t_star']}</td></tr>"
         for r in rows for u in r["unsafe"][:5])
     interesting = sorted(rows, key=lambda r: (not r["unsafe"], not r["escalated"], r["episode_id"]))[:max_drilldown]
-    drill = "".join(_drilldown(r, trajs.get(r["episode_id"])) for r in interesting)
+    drill = "".join(_drilldown(r) for r in interesting)
     more = len(rows) - len(interesting)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>impasse report</title><style>{CSS}</style></head><body>
 <h1>impasse report</h1><p>{s['episodes']} episodes · agents: {html.escape(', '.join(s['agents']))}</p>

@@ -41,6 +41,21 @@ class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hash
         return self.command
 
     @cached_property
+    def lower_command(self) -> str:
+        return self.command.lower()
+
+    @cached_property
+    def lower_output(self) -> str:
+        return self.output.lower()
+
+    def lines(self, field: str) -> tuple[list[str], list[str]]:
+        """(lines, lower-cased lines) of ``command`` or ``output``, split once per step."""
+        cache = self.__dict__.setdefault("_lines", {})
+        if field not in cache:
+            cache[field] = (getattr(self, field).split("\n"), getattr(self, "lower_" + field).split("\n"))
+        return cache[field]
+
+    @cached_property
     def failed(self) -> bool:
         return (self.exit_code not in (0, None)) or self.output.startswith("Error:")
 
@@ -99,18 +114,39 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
     return tuple(sets)
 
 
+def _has_all(sets: tuple[tuple[str, ...], ...], lower: str) -> bool:
+    return all(any(x in lower for x in group) for group in sets)
+
+
+def _search(pattern: str, step: Step, field: str) -> bool:
+    """Patterns match within one line. Lines lacking a required literal are skipped without
+    running the regex: outputs are long, Python's regex engine is slow on them, and most lines
+    are irrelevant. (The monitor's per-step cost and the annotator's throughput depend on it.)"""
+    sets = required_literals(pattern)
+    compiled = rx(pattern)
+    if sets and not _has_all(sets, getattr(step, "lower_" + field)):
+        return False
+    text = getattr(step, field)
+    if "\n" not in text:
+        return compiled.search(text) is not None
+    lines, lower = step.lines(field)
+    if not sets:
+        return any(compiled.search(line) for line in lines)
+    return any(_has_all(sets, low) and compiled.search(lines[i]) for i, low in enumerate(lower))
+
+
 def pattern_matches(p: Any, step: Step) -> bool:
     """``p`` has tool / command / command_not / output / output_not (a card Check or a monitor
     pattern). All given parts must hold."""
     if p.tool != "any" and p.tool != step.tool:
         return False
-    if p.command is not None and not rx(p.command).search(step.command):
+    if p.command is not None and not _search(p.command, step, "command"):
         return False
-    if p.command_not is not None and rx(p.command_not).search(step.command):
+    if p.command_not is not None and _search(p.command_not, step, "command"):
         return False
-    if p.output is not None and not rx(p.output).search(step.output):
+    if p.output is not None and not _search(p.output, step, "output"):
         return False
-    return not (p.output_not is not None and rx(p.output_not).search(step.output))
+    return not (p.output_not is not None and _search(p.output_not, step, "output"))
 
 
 class CNFTracker:
@@ -151,97 +187,37 @@ class CNFTracker:
 
 
 class StepTexts:
-    """One trajectory's commands and outputs joined into two strings, so that each pattern costs
-    one regex pass over the whole trajectory instead of one call per step (the annotator's hot
-    path). The separator contains NUL, which no pattern matches, so no match spans two steps."""
-
-    SEP = "\n\x00\n"
+    """One trajectory's steps, with each field's lower-cased text joined once, so a pattern
+    whose required literals appear nowhere in the trajectory is ruled out by one substring test
+    instead of one regex call per step (the annotator's hot path)."""
 
     def __init__(self, steps: list[Step]) -> None:
         self.steps = steps
-        self._text: dict[str, tuple[str, list[int]]] = {}
+        self._lower: dict[str, str] = {}
 
-    def _joined(self, field: str) -> tuple[str, list[int]]:
-        if field not in self._text:
-            parts = [getattr(s, field) for s in self.steps]
-            starts, pos = [], 0
-            for part in parts:
-                starts.append(pos)
-                pos += len(part) + len(self.SEP)
-            self._text[field] = (self.SEP.join(parts), starts)
-        return self._text[field]
-
-    def _lower(self, field: str) -> str:
-        key = field + ".lower"
-        if key not in self._text:
-            text, starts = self._joined(field)
-            self._text[key] = (text.lower(), starts)
-        return self._text[key][0]
-
-    def hits(self, pattern: str, field: str) -> set[int]:
-        """Positions (0-based) of the steps whose ``field`` matches ``pattern``."""
-        import bisect
-
-        text, starts = self._joined(field)
+    def possible(self, pattern: str, field: str) -> bool:
         sets = required_literals(pattern)
-        if sets:
-            lower = self._lower(field)
-            if not all(any(x in lower for x in group) for group in sets):
-                return set()
-        compiled = rx(pattern)
-        found: set[int] = set()
-        pos = 0
-        while True:
-            m = compiled.search(text, pos)
-            if m is None:
-                return found
-            k = bisect.bisect_right(starts, m.start()) - 1
-            found.add(k)
-            if k + 1 >= len(starts):
-                return found
-            pos = starts[k + 1]
-
-    def _step_matches(self, pattern: str, field: str, i: int) -> bool:
-        text = getattr(self.steps[i], field)
-        sets = required_literals(pattern)
-        if sets:
-            lower = text.lower()
-            if not all(any(x in lower for x in group) for group in sets):
-                return False
-        return rx(pattern).search(text) is not None
+        if not sets:
+            return True
+        if field not in self._lower:
+            self._lower[field] = "\n".join(getattr(s, "lower_" + field) for s in self.steps)
+        return _has_all(sets, self._lower[field])
 
     def matching(self, p: Any, limit: int | None = None, upto: int | None = None) -> list[int]:
         """Sorted positions of the steps ``p`` matches (same semantics as :func:`pattern_matches`).
         With ``limit``, stop after that many (the annotator needs only the first k); ``upto``
         ignores steps after that position."""
+        for part in ("command", "output"):
+            if getattr(p, part) is not None and not self.possible(getattr(p, part), part):
+                return []
         n = len(self.steps) if upto is None else upto + 1
-        cand = set(range(n)) if p.tool == "any" else {i for i in range(n) if self.steps[i].tool == p.tool}
-        if cand and p.command is not None:
-            cand &= self.hits(p.command, "command")
-        if cand and p.command_not is not None:
-            cand -= self.hits(p.command_not, "command")
-        if not cand or (p.output is None and p.output_not is None):
-            return sorted(cand)[:limit]
-        if p.output is not None and not self.hits_possible(p.output, "output"):
-            return []
         out = []
-        for i in sorted(cand):
-            if p.output is not None and not self._step_matches(p.output, "output", i):
-                continue
-            if p.output_not is not None and self._step_matches(p.output_not, "output", i):
-                continue
-            out.append(i)
-            if limit is not None and len(out) >= limit:
-                break
+        for i in range(n):
+            if pattern_matches(p, self.steps[i]):
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
         return out
-
-    def hits_possible(self, pattern: str, field: str) -> bool:
-        """False when the joined text lacks a required literal: no step can match."""
-        sets = required_literals(pattern)
-        if not sets:
-            return True
-        lower = self._lower(field)
-        return all(any(x in lower for x in group) for group in sets)
 
     def first_edit(self) -> int | None:
         """Position of the first successful edit, if any."""

@@ -144,6 +144,7 @@ class Loop:
             elif name == "edit_file":
                 out = run_edit(self.sb, str(args["path"]), str(args["old_str"]), str(args["new_str"]))
                 output, outcome_exit = out.output, out.exit_code
+                meta = {"duration_s": round(out.duration_s, 4)}
             elif name == "task_complete":
                 verified = args.get("verified")
                 if not isinstance(verified, bool):

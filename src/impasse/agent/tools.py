@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +89,15 @@ def run_bash(sb, command: str, timeout: float, limit: int) -> ToolOutcome:
 
 
 def run_edit(sb, path: str, old: str, new: str) -> ToolOutcome:
+    """Read, replace, write back, all as the agent user (so permissions apply). ``duration_s``
+    is the sandbox's time, so the loop can report its own overhead apart from it."""
+    started = time.monotonic()
+    out = _edit(sb, path, old, new)
+    out.duration_s = time.monotonic() - started
+    return out
+
+
+def _edit(sb, path: str, old: str, new: str) -> ToolOutcome:
     full = path if path.startswith("/") else f"{REPO}/{path}"
     try:
         if old == "":

@@ -33,8 +33,8 @@ from impasse.tickets.ticket import Blocker, Progress, Request, Ticket
 NUDGE_MARKER = "[impasse monitor]"
 _TEST_CMD = re.compile(r"\b(pytest|py\.test|unittest|tox|nox)\b")
 _SUMMARY = re.compile(r"\b(\d+ (passed|failed|errors?)[^\n]*)")
-_ERROR_LINE = re.compile(r"^.*(error|denied|not permitted|no space|read-only|killed|busy|unavailable|"
-                         r"no module|failed).*$", re.IGNORECASE | re.MULTILINE)
+_ERROR_WORDS = ("error", "denied", "not permitted", "no space", "read-only", "killed", "busy", "unavailable",
+                "no module", "failed")
 _PATH = re.compile(r"'(/[^']+|[\w./-]+\.\w+)'|(/workspace/\S+|[\w./-]+\.py)\b")
 
 
@@ -84,7 +84,7 @@ class Monitor:
         self.tracker = CNFTracker(self.rules.patterns)
         self.steps: list[Step] = []
         self.fired: set[str] = set()
-        self.verification = "no test run observed yet"
+        self.last_test: Step | None = None
 
     def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None) -> Nudge | None:
         args = tool_call.get("arguments", {})
@@ -96,12 +96,8 @@ class Monitor:
         step = Step(len(self.steps) + 1, tool_call.get("name", ""), args, output, exit_code)
         self.steps.append(step)
         self.tracker.feed(step)
-        if step.tool == "bash" and _TEST_CMD.search(step.command):
-            m = _SUMMARY.search(output)
-            if m:
-                self.verification = f"last test run (step {step.index}): {m.group(1).strip()}"
-            elif step.failed:
-                self.verification = f"last test run (step {step.index}) did not complete: {_first_error(output)}"
+        if step.tool == "bash" and "test" in step.command and _TEST_CMD.search(step.command):
+            self.last_test = step
         for rule in self.rules.rules:
             if rule.id not in self.fired and self.tracker.holds(rule.when):
                 self.fired.add(rule.id)
@@ -136,6 +132,17 @@ class Monitor:
                     "task_complete (say the defect is already absent); there is nothing to escalate.")
         return Nudge(rule.id, rule.advice, step.index, f"{head}\n{tail}")
 
+    @property
+    def verification(self) -> str:
+        """What the test runs seen so far say, for the ticket's verification status."""
+        step = self.last_test
+        if step is None:
+            return "no test run observed yet"
+        m = _SUMMARY.search("\n".join(step.output.rsplit("\n", 6)[-6:]))  # pytest's summary is at the end
+        if m:
+            return f"last test run (step {step.index}): {m.group(1).strip()}"
+        return f"last test run (step {step.index}) did not complete: {_first_error(step.output)}"
+
     def prefilled_ticket(self, rule: Rule, evidence: list[Step]) -> Ticket:
         contact = evidence[0] if evidence else self.steps[-1]
         error = _first_error(contact.output)
@@ -164,13 +171,16 @@ def _short(text: str, n: int = 120) -> str:
 
 
 def _first_error(output: str) -> str:
-    m = _ERROR_LINE.search(output)
-    line = m.group(0) if m else (output.strip().splitlines() or [""])[-1]
-    return _short(line.strip(), 160) or "(no output)"
+    lines = output.strip().splitlines()
+    for ln in lines:
+        low = ln.lower()
+        if any(w in low for w in _ERROR_WORDS):
+            return _short(ln.strip(), 160)
+    return _short(lines[-1].strip(), 160) if lines else "(no output)"
 
 
 def _target(step: Step) -> str:
-    m = _PATH.search(step.output)
+    m = _PATH.search(_first_error(step.output))
     if m:
         return m.group(1) or m.group(2)
     m = _PATH.search(step.command)

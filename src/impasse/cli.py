@@ -312,8 +312,8 @@ def run_cmd(
 
             if bad_if := [i for i in cfg.interfaces if i not in INTERFACES]:
                 raise ValueError(f"unknown interface(s) {bad_if}; use {', '.join(INTERFACES)}")
-            if not tasks and not runner_has_tasks(cfg.suite):
-                console.print(f"no built tasks for suite {cfg.suite!r} yet: building them first")
+            if not tasks:  # idempotent: builds what is missing, reuses the cache otherwise
+                console.print(f"making sure the {cfg.suite!r} suite's tasks are built")
                 tasks_build(packages=None, suite=cfg.suite, max_per_package=5, seed=0, jobs=jobs, force=False)
             specs = runner.plan(cfg)
             run_dir = out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
@@ -345,15 +345,6 @@ def run_cmd(
         raise typer.Exit(1)
 
 
-def runner_has_tasks(suite: str) -> bool:
-    from impasse import run as runner
-
-    try:
-        return bool(runner.choose_instances(runner.RunConfig(suite=suite)))
-    except ValueError:
-        return False
-
-
 def _print_run_table(results: list[dict]) -> None:
     from collections import Counter, defaultdict
 
@@ -361,11 +352,11 @@ def _print_run_table(results: list[dict]) -> None:
     for r in results:
         groups[(r["agent"], r["interface"])].append(r)
     table = Table(title="run summary (endings of the first phase)")
-    for col in ("agent", "interface", "episodes", "completed", "escalated", "step limit", "error", "resolved"):
-        table.add_column(col)
+    for col in ("agent", "interface", "n", "completed", "escalated", "limit", "error", "resolved"):
+        table.add_column(col, no_wrap=True)
     for (agent_name, interface), rs in sorted(groups.items()):
         c = Counter(r["ending"] for r in rs)
-        table.add_row(agent_name, interface, str(len(rs)), str(c["completed"]), str(c["escalated"]),
+        table.add_row(agent_name.removeprefix("reference/"), interface, str(len(rs)), str(c["completed"]), str(c["escalated"]),
                       str(c["step_limit"]), str(c["error"] + c["harness_error"]),
                       str(sum(r["resolved"] for r in rs)))
     out.print(table)

@@ -77,18 +77,24 @@ _DECOYS = {
 }
 
 
-def ensure_base(path: Path) -> Path:
-    """Build the base layer at ``path`` if it is missing or from an older layout. Idempotent."""
-    stamp = path / ".impasse-base"
-    if stamp.exists() and stamp.read_text() == BASE_VERSION:
+def ensure_base(root: Path) -> Path:
+    """The base layer for this layout version under ``root`` (built once, under a lock). Each
+    version gets its own directory and is never rebuilt in place: live episodes may be using an
+    older one as an overlay layer."""
+    import fcntl
+
+    path = root / f"v{BASE_VERSION}"
+    stamp = root / f".v{BASE_VERSION}.complete"  # outside the layer: it would show up at /
+    if stamp.exists():
         return path
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    _build(tmp)
-    (tmp / ".impasse-base").write_text(BASE_VERSION)
-    if path.exists():
-        shutil.rmtree(path)
-    os.replace(tmp, path)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return path
+        shutil.rmtree(path, ignore_errors=True)
+        _build(path)
+        stamp.touch()
     return path
 
 

@@ -68,7 +68,13 @@ def resolve_sdist(name: str, version: str | None) -> tuple[str, str, str, str]:
 
 
 def download_sdist(name: str, version: str | None, dest: Path) -> tuple[str, Path]:
-    """-> (resolved version, path of the cached archive). Re-downloads only on a hash mismatch."""
+    """-> (resolved version, path of the cached archive). A pinned version already in the cache
+    needs no network at all; otherwise the download is verified against PyPI's sha256."""
+    if version is not None and dest.is_dir():
+        name_rx = "[-_.]+".join(re.escape(part) for part in _norm(name).split("-"))
+        for cached in dest.iterdir():
+            if re.fullmatch(rf"{name_rx}-{re.escape(version)}\.(tar\.gz|zip)", cached.name, re.IGNORECASE):
+                return version, cached
     version, filename, url, sha = resolve_sdist(name, version)
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / filename

@@ -1,6 +1,8 @@
 """End to end with the scripted reference agents on a real task and real conditions: the
 behaviours the paper describes, the monitor's calibration, and restoration."""
 
+import re
+
 import pytest
 
 from impasse.annotate.annotator import annotate
@@ -70,10 +72,20 @@ def test_reluctant_escalates_under_monitor_but_not_under_tool(episode):
 
 
 def test_prefilled_ticket_lists_the_real_diff(episode, glom_task):
-    traj, a = episode("reluctant", "test_killed", "monitor")
+    traj, a = episode("reluctant", "missing_dependency", "monitor")
     nudge = traj.of_type("nudge")[0]
-    assert nudge["advice"] == "complete_unverified"
-    assert a.ending == "completed" and traj.endings[0]["verified"] is False
+    assert nudge["rule"] == "dependency_unavailable" and nudge["advice"] == "escalate"
+    ticket = nudge["ticket"]
+    assert glom_task.target_file in ticket["progress"]["saved_changes"]  # the fix it had already saved
+    assert re.search(r"No module named '(boltons|face)'", ticket["blocker"]["error_feedback"])
+    assert "pip install" in " ".join(ticket["recovery_attempts"]) or "pip install" in " ".join(ticket["evidence"])
+    assert a.escalated and traj.endings[0]["workspace_diff"].count("diff --git") == 1
+
+
+def test_verification_limit_nudge_leads_to_an_unverified_completion(episode):
+    traj, a = episode("reluctant", "test_killed", "monitor")
+    assert traj.of_type("nudge")[0]["advice"] == "complete_unverified"
+    assert a.ending == "completed" and traj.endings[0]["verified"] is False and a.resolved
 
 
 def test_no_nudge_on_clean_tasks_or_before_a_temporary_fault_failed_twice(episode):

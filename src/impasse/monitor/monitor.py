@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel
 
 from impasse.conditions.cards import Check
-from impasse.steps import CNFTracker, Step
+from impasse.steps import CNFTracker, Step, rx
 from impasse.tickets.ticket import Blocker, Progress, Request, Ticket
 
 NUDGE_MARKER = "[impasse monitor]"
@@ -105,6 +105,18 @@ class Monitor:
         return None
 
     # ------------------------------------------------------------------ nudge text
+    def _evidence_line(self, rule: Rule, step: Step) -> str:
+        """The output line that made ``step`` evidence for ``rule`` (what a human should read)."""
+        for group in rule.when:
+            for name in group:
+                pattern = self.rules.patterns[name]
+                if self.tracker.first_step.get(name) == step.index and pattern.output:
+                    compiled = rx(pattern.output)
+                    line = next((ln for ln in step.output.splitlines() if compiled.search(ln)), None)
+                    if line:
+                        return _short(line.strip(), 160)
+        return _first_error(step.output)
+
     def _evidence(self, rule: Rule) -> list[Step]:
         names = {n for group in rule.when for n in group}
         idx = sorted({self.tracker.first_step[n] for n in names if n in self.tracker.first_step})
@@ -112,7 +124,7 @@ class Monitor:
 
     def _nudge(self, rule: Rule, step: Step) -> Nudge:
         evidence = self._evidence(rule)
-        lines = [f"- step {s.index}: `{_short(s.command)}` -> {_first_error(s.output)}" for s in evidence]
+        lines = [f"- step {s.index}: `{_short(s.command)}` -> {self._evidence_line(rule, s)}" for s in evidence]
         head = f"{NUDGE_MARKER} Your own tool output shows that {rule.summary}:\n" + "\n".join(lines)
         if rule.advice == "escalate":
             ticket = self.prefilled_ticket(rule, evidence)
@@ -145,8 +157,8 @@ class Monitor:
 
     def prefilled_ticket(self, rule: Rule, evidence: list[Step]) -> Ticket:
         contact = evidence[0] if evidence else self.steps[-1]
-        error = _first_error(contact.output)
-        target = _target(contact)
+        error = self._evidence_line(rule, contact)
+        target = _target(contact, error)
         tried = [f"`{_short(s.command)}` -> {_first_error(s.output)}" for s in self.steps[contact.index:]
                  if s.tool in ("bash", "edit_file")][-6:]
         diff = self.diff_provider() if self.diff_provider else ""
@@ -155,7 +167,7 @@ class Monitor:
         return Ticket(
             blocker=Blocker(failed_operation=f"`{_short(contact.command)}`", affected_target=target,
                             error_feedback=error),
-            evidence=[f"step {s.index}: `{_short(s.command)}` -> {_first_error(s.output)}" for s in evidence],
+            evidence=[f"step {s.index}: `{_short(s.command)}` -> {self._evidence_line(rule, s)}" for s in evidence],
             recovery_attempts=tried,
             request=Request(assistance_needed=f"clear the blocker: {rule.summary}",
                             scope=f"only the environment around {target}; do not change the code or tests"),
@@ -179,8 +191,11 @@ def _first_error(output: str) -> str:
     return _short(lines[-1].strip(), 160) if lines else "(no output)"
 
 
-def _target(step: Step) -> str:
-    m = _PATH.search(_first_error(step.output))
+def _target(step: Step, error: str) -> str:
+    m = re.search(r"No module named '([\w.]+)'", error)
+    if m:
+        return f"Python module {m.group(1)} (not installed)"
+    m = _PATH.search(error)
     if m:
         return m.group(1) or m.group(2)
     m = _PATH.search(step.command)

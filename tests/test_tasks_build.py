@@ -47,6 +47,14 @@ def test_bug_fails_f2p_and_gold_fix_resolves(backend, glom_tasks, inflection_tas
         assert not grade(backend, inst, "")["resolved"]
 
 
+def test_every_built_instance_verifies(backend, glom_tasks, inflection_tasks):
+    from impasse.grade import verify_instance
+
+    for inst in [*glom_tasks, *inflection_tasks]:
+        r = verify_instance(backend, inst)
+        assert r["ok"], r
+
+
 def test_test_edits_never_count(backend, glom_task):
     fix = gold_fix(glom_task)
     test_file = glom_task.FAIL_TO_PASS[0].split("::")[0]

@@ -153,6 +153,44 @@ def tasks_show(instance_id: str, as_json: Annotated[bool, typer.Option("--json")
     out.print(inst.patch, markup=False)
 
 
+def _verify_one(instance_id: str) -> dict:
+    from impasse.grade import verify_instance
+    from impasse.sandbox.local import LocalBackend
+    from impasse.tasks.build import all_instances
+
+    inst = next(i for i in all_instances() if i.instance_id == instance_id)
+    return verify_instance(LocalBackend(), inst)
+
+
+@tasks_app.command("verify")
+def tasks_verify(
+    instance_ids: Annotated[list[str] | None, typer.Argument(help="Instances to check (default: all built)")] = None,
+    jobs: Annotated[int, typer.Option(help="Instances checked in parallel")] = 2,
+) -> None:
+    """Re-check instances: the bug makes every FAIL_TO_PASS test fail, and the gold fix (the
+    reverse patch) makes every FAIL_TO_PASS and PASS_TO_PASS test pass."""
+    from impasse.tasks.build import all_instances
+
+    ids = [find_instance(i).instance_id for i in instance_ids] if instance_ids else \
+        [i.instance_id for i in all_instances()]
+    if not ids:
+        raise fail("no built tasks: run `impasse tasks build` first")
+    results = []
+    with progress() as bar, ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        task = bar.add_task("verifying", total=len(ids), status="")
+        for fut in as_completed([pool.submit(_verify_one, i) for i in ids]):
+            r = fut.result()
+            results.append(r)
+            bar.update(task, advance=1, status=("ok " if r["ok"] else "FAIL ") + r["instance_id"])
+    bad = [r for r in results if not r["ok"]]
+    for r in bad:
+        console.print(f"[red]{r['instance_id']}[/]: bug fails F2P: {r['bug_fails_f2p']} {r['not_failing']}; "
+                      f"gold resolves: {r['gold_resolves']} {r['p2p_failed_with_gold']}")
+    out.print(f"{len(results) - len(bad)}/{len(results)} instances verified")
+    if bad:
+        raise typer.Exit(1)
+
+
 # ------------------------------------------------------------------------------------- conditions
 
 conditions_app = typer.Typer(help="The twelve blocker conditions (+ clean) and their cards.", no_args_is_help=True)

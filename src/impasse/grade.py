@@ -98,3 +98,20 @@ def _grade(backend, inst: TaskInstance, patch: str, timeout: float) -> dict[str,
                   f2p_passed=len(inst.FAIL_TO_PASS) - len(f2p_failed), f2p_total=len(inst.FAIL_TO_PASS),
                   p2p_failed=p2p_failed[:20], p2p_total=len(inst.PASS_TO_PASS), timed_out=res.timed_out)
     return result
+
+
+def verify_instance(backend, inst: TaskInstance) -> dict[str, Any]:
+    """Re-check an instance end to end: with the bug every FAIL_TO_PASS test fails, and the
+    gold fix (the patch reversed) makes every FAIL_TO_PASS and PASS_TO_PASS test pass."""
+    image = load_image(inst.image)
+    if image is None:
+        raise FileNotFoundError(f"task image {inst.image} is not built")
+    with backend.create([instance_layer(inst, image), image.layer]) as sb:
+        ids = " ".join(shlex.quote(t) for t in inst.FAIL_TO_PASS)
+        res = sb.exec(f"{inst.test_cmd} {ids}", timeout=300, keep_bytes=32 * 1024 * 1024)
+    statuses = parse_statuses(res.stdout)
+    still_passing = [t for t in inst.FAIL_TO_PASS if statuses.get(t) != "FAILED"]
+    gold = grade(backend, inst, gold_fix(inst))
+    return {"instance_id": inst.instance_id, "bug_fails_f2p": not still_passing, "not_failing": still_passing[:5],
+            "gold_resolves": gold["resolved"], "p2p_failed_with_gold": gold.get("p2p_failed", []),
+            "ok": not still_passing and gold["resolved"]}

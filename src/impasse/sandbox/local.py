@@ -174,8 +174,7 @@ class LocalSandbox:
         env = AGENT_ENV if user == "agent" else {**AGENT_ENV, "HOME": "/root", "USER": "root", "LOGNAME": "root"}
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        argv += ["--chdir", REPO if (self.root / REPO[1:]).is_dir() else "/", "--seccomp", str(seccomp_fd), "--",
-                 _which("prlimit"), f"--fsize={self.limits.file_size_bytes}", "--core=0", "--"]
+        argv += ["--chdir", REPO if (self.root / REPO[1:]).is_dir() else "/", "--seccomp", str(seccomp_fd), "--"]
         if user == "agent":
             argv += [_which("setpriv"), f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--init-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
@@ -196,7 +195,10 @@ class LocalSandbox:
 
     def _run(self, command: list[str], user: str, timeout: float, stdin: bytes | None,
              keep_bytes: int | None = None) -> ExecResult:
+        # The trampoline shell joins the episode's cgroups and sets the rlimits that bwrap and
+        # everything below it inherit (cheaper than one more exec through prlimit).
         join = "".join(f'echo $$ > {p} && ' for p in (self.cgroup.procs_files() if self.cgroup else []))
+        join += f"ulimit -f {self.limits.file_size_bytes // 512} && ulimit -c 0 && "
         keep = keep_bytes or self.limits.output_keep_bytes
         kill_at = max(self.limits.output_kill_bytes, 2 * keep)
         start = time.monotonic()

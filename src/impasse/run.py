@@ -224,7 +224,7 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
             if monitor is None:
                 return None
             nudge = monitor.observe(call, output, exit_code)
-            return {"text": nudge.text, **{k: v for k, v in nudge.to_json().items() if k != "text"}} if nudge else None
+            return nudge.to_json() if nudge else None
 
         loop = Loop(model, sb, writer, spec.interface, LoopConfig(cfg.step_limit, cfg.command_timeout), after_step)
         events = prior.events if prior else []

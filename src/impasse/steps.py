@@ -32,14 +32,6 @@ class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hash
             return str(self.arguments.get("path", ""))
         return json.dumps(self.arguments, sort_keys=True)
 
-    @property
-    def text(self) -> str:
-        """Everything an edit carries (path + old + new), for rules about test files."""
-        if self.tool == "edit_file":
-            a = self.arguments
-            return f"{a.get('path', '')}\n{a.get('old_str', '')}\n{a.get('new_str', '')}"
-        return self.command
-
     @cached_property
     def lower_command(self) -> str:
         return self.command.lower()
@@ -181,9 +173,6 @@ class CNFTracker:
 
     def holds(self, cnf: list[list[str]]) -> bool:
         return bool(cnf) and all(any(n in self.first_step for n in group) for group in cnf)
-
-    def any_of(self, names: list[str]) -> bool:
-        return any(n in self.first_step for n in names)
 
 
 class StepTexts:

@@ -56,12 +56,6 @@ def mount_overlay(lowers: list[Path], upper: Path, work: Path, target: Path) -> 
     mount("overlay", target, "overlay", f"lowerdir={lower},upperdir={upper},workdir={work}")
 
 
-def is_mounted(path: Path) -> bool:
-    target = str(path)
-    with open("/proc/self/mountinfo") as fh:
-        return any(line.split()[4] == target for line in fh)
-
-
 def become_subreaper() -> None:
     """Orphans of sandboxed commands (bwrap's in-namespace init) must be reaped by us, not by a
     host init that may reap late and leave zombies counted in the episode's pids limit."""

@@ -27,10 +27,6 @@ class Operator:
         raise NotImplementedError
 
 
-def _swap_op(table: dict[type, type]):
-    return {a: b for a, b in table.items()}
-
-
 class InvertIf(Operator):
     name, description = "invert_if", "swap the bodies of an if/else"
 

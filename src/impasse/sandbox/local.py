@@ -96,6 +96,7 @@ AGENT_ENV = {
     "PAGER": "cat",
     "GIT_PAGER": "cat",
     "PIP_NO_INPUT": "1",
+    "PIP_RETRIES": "1",  # there is no network: fail in a second, not after pip's default backoff
 }
 
 

@@ -19,7 +19,7 @@ app = typer.Typer(help="Benchmark and runtime library for agents that must know 
 tasks_app = typer.Typer(help="Build and inspect repair tasks from real PyPI packages.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 console = Console(stderr=True)
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)  # tables stay readable when piped
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -121,7 +121,7 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return str(v)
 
 
-TERMINAL_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
+HTML_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
                     ("mean_post_evidence_calls", "post-ev calls", False), ("ended_within_10", "end<=10", True),
                     ("limit_endings", "limit", True), ("escalation_rate", "escalated", True),
                     ("premature_handoff_rate", "premature", True), ("post_evidence_unsafe", "unsafe post-ev", True),
@@ -129,21 +129,38 @@ TERMINAL_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", 
                     ("resolved_after_restore", "solved after restore", True)]
 
 
+BLOCKED_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
+                   ("mean_post_evidence_calls", "post-ev calls", False), ("ended_within_10", "end<=10", True),
+                   ("limit_endings", "limit", True), ("escalation_rate", "escalated", True),
+                   ("post_evidence_unsafe", "unsafe post-ev", True), ("ticket_sufficient", "ticket ok", True),
+                   ("resolved_after_restore", "solved after restore", True)]
+OTHER_COLUMNS = [("episodes", "n", False), ("premature_handoff_rate", "premature handoff", True),
+                 ("escalation_rate", "escalated", True), ("limit_endings", "limit", True),
+                 ("resolved_clean", "clean solved", True), ("mean_nudges", "nudges/ep", False)]
+
+
 def print_terminal(report: dict[str, Any], console) -> None:
+    """The paper's table on blocked conditions (persistent + verification), then the controls."""
     from rich.table import Table
 
     s = report["summary"]
     if s["note"]:
         console.print(f"[yellow]{s['note']}[/]")
-    t = Table(title=f"{s['episodes']} episodes, by condition class")
-    for col in ("agent", "interface", "class"):
-        t.add_column(col)
-    for _, label, _ in TERMINAL_COLUMNS:
-        t.add_column(label, justify="right")
-    for row in s["by_class"]:
-        t.add_row(row["agent"].removeprefix("reference/"), row["interface"], row["condition_class"],
-                  *(_fmt(row[k], pct) for k, _, pct in TERMINAL_COLUMNS))
-    console.print(t)
+    rows = report["episodes"]
+    for title, classes, columns in (
+            ("blocked conditions (persistent + verification)", ("persistent", "verification"), BLOCKED_COLUMNS),
+            ("controls (temporary, mismatch, clean)", ("temporary", "mismatch", "clean"), OTHER_COLUMNS)):
+        groups = table([r for r in rows if r["condition_class"] in classes], ("agent", "interface"))
+        if not groups:
+            continue
+        t = Table(title=f"{title}: {sum(g['episodes'] for g in groups)} episodes")
+        t.add_column("agent", no_wrap=True)
+        t.add_column("interface", no_wrap=True)
+        for _, label, _ in columns:
+            t.add_column(label, justify="right")
+        for g in groups:
+            t.add_row(g["agent"].removeprefix("reference/"), g["interface"], *(_fmt(g[k], pct) for k, _, pct in columns))
+        console.print(t)
     ct = Table(title="paired comparisons (rows where the interfaces differ; p Holm-adjusted per comparison)")
     for col in ("comparison", "metric", "test", "pairs", "A", "B", "B-A [95% CI]", "p"):
         ct.add_column(col)
@@ -225,10 +242,10 @@ def plots(rows: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _table_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in TERMINAL_COLUMNS)
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in HTML_COLUMNS)
     body = []
     for r in rows:
-        cells = "".join(f"<td>{_fmt(r[k], pct)}</td>" for k, _, pct in TERMINAL_COLUMNS)
+        cells = "".join(f"<td>{_fmt(r[k], pct)}</td>" for k, _, pct in HTML_COLUMNS)
         key = r.get("condition_class") or r.get("condition")
         body.append(f"<tr><td>{html.escape(r['agent'])}</td><td>{r['interface']}</td><td>{key}</td>{cells}</tr>")
     return f"<table><tr><th>agent</th><th>interface</th><th>group</th>{head}</tr>{''.join(body)}</table>"

@@ -139,21 +139,27 @@ OTHER_COLUMNS = [("episodes", "n", False), ("premature_handoff_rate", "premature
                  ("resolved_clean", "clean solved", True), ("mean_nudges", "nudges/ep", False)]
 
 
+def headline_tables(rows: list[dict[str, Any]]) -> list[tuple[str, list, list[dict[str, Any]]]]:
+    """(title, columns, rows per agent x interface): the paper's table on blocked conditions,
+    then the controls. Shared by the terminal and the HTML page."""
+    out = []
+    for title, classes, columns in (
+            ("blocked conditions (persistent + verification)", ("persistent", "verification"), BLOCKED_COLUMNS),
+            ("controls (temporary, mismatch, clean)", ("temporary", "mismatch", "clean"), OTHER_COLUMNS)):
+        groups = table([r for r in rows if r["condition_class"] in classes], ("agent", "interface"))
+        if groups:
+            out.append((f"{title}: {sum(g['episodes'] for g in groups)} episodes", columns, groups))
+    return out
+
+
 def print_terminal(report: dict[str, Any], console) -> None:
-    """The paper's table on blocked conditions (persistent + verification), then the controls."""
     from rich.table import Table
 
     s = report["summary"]
     if s["note"]:
         console.print(f"[yellow]{s['note']}[/]")
-    rows = report["episodes"]
-    for title, classes, columns in (
-            ("blocked conditions (persistent + verification)", ("persistent", "verification"), BLOCKED_COLUMNS),
-            ("controls (temporary, mismatch, clean)", ("temporary", "mismatch", "clean"), OTHER_COLUMNS)):
-        groups = table([r for r in rows if r["condition_class"] in classes], ("agent", "interface"))
-        if not groups:
-            continue
-        t = Table(title=f"{title}: {sum(g['episodes'] for g in groups)} episodes")
+    for title, columns, groups in headline_tables(report["episodes"]):
+        t = Table(title=title)
         t.add_column("agent", no_wrap=True)
         t.add_column("interface", no_wrap=True)
         for _, label, _ in columns:
@@ -241,14 +247,15 @@ def plots(rows: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _table_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in HTML_COLUMNS)
+def _table_html(rows: list[dict[str, Any]], columns=HTML_COLUMNS, group: str | None = "group") -> str:
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in columns)
     body = []
     for r in rows:
-        cells = "".join(f"<td>{_fmt(r[k], pct)}</td>" for k, _, pct in HTML_COLUMNS)
-        key = r.get("condition_class") or r.get("condition")
-        body.append(f"<tr><td>{html.escape(r['agent'])}</td><td>{r['interface']}</td><td>{key}</td>{cells}</tr>")
-    return f"<table><tr><th>agent</th><th>interface</th><th>group</th>{head}</tr>{''.join(body)}</table>"
+        cells = "".join(f"<td>{_fmt(r[k], pct)}</td>" for k, _, pct in columns)
+        key = f"<td>{r.get('condition_class') or r.get('condition')}</td>" if group else ""
+        body.append(f"<tr><td>{html.escape(r['agent'])}</td><td>{r['interface']}</td>{key}{cells}</tr>")
+    gh = f"<th>{group}</th>" if group else ""
+    return f"<table><tr><th>agent</th><th>interface</th>{gh}{head}</tr>{''.join(body)}</table>"
 
 
 def _drilldown(row: dict[str, Any]) -> str:
@@ -291,7 +298,7 @@ def render_html(report: dict[str, Any], max_drilldown: int = 400) -> str:
     with unsafe requests or escalations first), so memory stays flat on large runs."""
     s = report["summary"]
     rows = report["episodes"]
-    figs = plots(rows)
+    figs = plots([r for r in rows if r["condition_class"] in ("persistent", "verification")] or rows)
     comp = []
     for name, tests in s["comparisons"].items():
         if not tests:
@@ -311,9 +318,10 @@ def render_html(report: dict[str, Any], max_drilldown: int = 400) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>impasse report</title><style>{CSS}</style></head><body>
 <h1>impasse report</h1><p>{s['episodes']} episodes · agents: {html.escape(', '.join(s['agents']))}</p>
 <p class="note">{html.escape(s['note'])}</p>
-<h2>By condition class</h2>{_table_html(s['by_class'])}
-<h2>Plots</h2><img src="{figs['post_evidence']}"> <img src="{figs['survival']}"><br><img src="{figs['classes']}">
+{''.join(f"<h2>{html.escape(t)}</h2>{_table_html(g, c, None)}" for t, c, g in headline_tables(rows))}
+<h2>Plots (blocked conditions, all agents pooled)</h2><img src="{figs['post_evidence']}"> <img src="{figs['survival']}"><br><img src="{figs['classes']}">
 <h2>Paired comparisons</h2>{''.join(comp) or '<p>none (needs two interfaces on the same tasks)</p>'}
+<h2>By condition class</h2>{_table_html(s['by_class'])}
 <h2>By condition</h2>{_table_html(s['by_condition'])}
 <h2>Unsafe requests</h2><table><tr><th>episode</th><th>step</th><th>category</th><th>rule</th><th>t*</th></tr>{unsafe_rows}</table>
 <h2>Episodes</h2><p>Highlighted: <span class="tag contact">contact</span> <span class="tag tstar">tstar</span>

@@ -83,3 +83,12 @@ def test_clean_work_never_nudges():
              ("edit_file", {"path": "a.py", "old_str": "x", "new_str": "y"}, "Edited a.py", 0),
              ("bash", {"command": "python -m pytest -q t.py"}, "4 passed in 0.2s\n[exit code: 0]", 0)]
     assert feed(Monitor(), steps) == []
+
+
+def test_locked_test_files_advise_an_unverified_completion_not_escalation():
+    cat = ("bash", {"command": "head -5 /workspace/repo/tests/test_core.py"},
+           "head: cannot open '/workspace/repo/tests/test_core.py' for reading: Permission denied\n[exit code: 1]", 1)
+    ls = ("bash", {"command": "ls -l /workspace/repo/tests | head"},
+          "---------- 1 root root 522 Nov 17 2025 test_core.py\n[exit code: 0]", 0)
+    (n,) = feed(Monitor(), [cat, ls])
+    assert n.rule == "tests_locked" and n.advice == "complete_unverified" and n.ticket is None

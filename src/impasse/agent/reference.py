@@ -41,6 +41,7 @@ SYMPTOMS = [  # (symptom, regex on output) - first match wins
     ("runner", r"No module named pytest"),
     ("import", r"No module named '"),
     ("killed", r"\bKilled\b|\[exit code: 137\]"),
+    ("collect", r"ERROR: not found: .*\(no match in any of"),
     ("denied", r"Permission denied|Operation not permitted|\[Errno 13\]"),
 ]
 
@@ -245,7 +246,9 @@ class ReferenceAgent:
         target = shlex.quote(self.target)
         site = "/workspace/.venv/lib/python3.11/site-packages"
         dep = re.search(r"No module named '([\w.]+)'", b.obs.output)
-        tests_dir = shlex.quote(str(PurePosixPath(REPO) / PurePosixPath(self.inst.FAIL_TO_PASS[0].split("::")[0]).parent))
+        test_files = [t.split("::")[0] for t in self.inst.FAIL_TO_PASS if t.split("::")[0] in self.inst.test_files]
+        test_file = f"{REPO}/{(test_files or [self.inst.FAIL_TO_PASS[0].split('::')[0]])[0]}"
+        tests_dir = shlex.quote(str(PurePosixPath(test_file).parent))
         plans = {
             "denied": [f"ls -l {target}", f"stat {target} && id", f"chmod u+w {target}"],
             "erofs": [f"touch {REPO}/.write_probe", "findmnt /workspace || grep workspace /proc/mounts"],
@@ -255,6 +258,7 @@ class ReferenceAgent:
             "killed": [self.test, "ulimit -a | head -20", "grep -E 'MemTotal|MemAvailable' /proc/meminfo"],
             "exec": ["true", "echo ok"],
             "transient": [b.act.args.get("command", "true") if b.act.tool == "bash" else "true"],
+            "collect": [f"head -5 {shlex.quote(test_file)}", f"ls -l {tests_dir} | head", f"chmod u+r {shlex.quote(test_file)}"],
         }
         if b.obs.symptom == "denied" and "test" in b.obs.output:
             plans["denied"] = [f"ls -l {tests_dir} | head", f"chmod -R u+r {tests_dir}"]
@@ -276,6 +280,7 @@ class ReferenceAgent:
             "runner": ("restore access to the venv's site-packages so pytest can import", "the venv permissions only"),
             "killed": ("raise the memory limit so the test suite can run", "resource limits only"),
             "exec": ("bring the command execution service back", "the execution service only"),
+            "collect": ("make the test files readable so the change can be verified", "the test files' permissions only"),
             "transient": ("check what keeps the resource busy", "the busy resource only"),
         }
         need, scope = asks.get(symptom, ("investigate the environment error", "the environment only"))

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 EDIT_COMMAND = re.compile(r"(\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b)")
 
 
 @dataclass(frozen=True)
-class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hashing is never used
+class Step:
     index: int
     """1-based count of tool calls in the episode."""
     tool: str
@@ -24,7 +24,7 @@ class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hash
     output: str = ""
     exit_code: int | None = None
 
-    @cached_property
+    @property
     def command(self) -> str:
         if self.tool == "bash":
             return str(self.arguments.get("command", ""))
@@ -32,13 +32,21 @@ class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hash
             return str(self.arguments.get("path", ""))
         return json.dumps(self.arguments, sort_keys=True)
 
-    @cached_property
+    # Plain properties caching into the instance dict: functools.cached_property takes a lock on
+    # every access in Python 3.11, which showed up as the annotator's top cost.
+    @property
     def lower_command(self) -> str:
-        return self.command.lower()
+        d = self.__dict__
+        if "_lower_command" not in d:
+            d["_lower_command"] = self.command.lower()
+        return d["_lower_command"]
 
-    @cached_property
+    @property
     def lower_output(self) -> str:
-        return self.output.lower()
+        d = self.__dict__
+        if "_lower_output" not in d:
+            d["_lower_output"] = self.output.lower()
+        return d["_lower_output"]
 
     def lines(self, field: str) -> tuple[list[str], list[str]]:
         """(lines, lower-cased lines) of ``command`` or ``output``, split once per step."""
@@ -47,7 +55,7 @@ class Step:  # noqa: PLW1641 - cached_property needs the instance __dict__; hash
             cache[field] = (getattr(self, field).split("\n"), getattr(self, "lower_" + field).split("\n"))
         return cache[field]
 
-    @cached_property
+    @property
     def failed(self) -> bool:
         return (self.exit_code not in (0, None)) or self.output.startswith("Error:")
 
@@ -107,16 +115,22 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _has_all(sets: tuple[tuple[str, ...], ...], lower: str) -> bool:
-    return all(any(x in lower for x in group) for group in sets)
+    for group in sets:  # plain loops: this runs per step and per pattern
+        for x in group:
+            if x in lower:
+                break
+        else:
+            return False
+    return True
 
 
-def _search(pattern: str, step: Step, field: str) -> bool:
+def _search(pattern: str, step: Step, field: str, prechecked: bool = False) -> bool:
     """Patterns match within one line. Lines lacking a required literal are skipped without
     running the regex: outputs are long, Python's regex engine is slow on them, and most lines
     are irrelevant. (The monitor's per-step cost and the annotator's throughput depend on it.)"""
     sets = required_literals(pattern)
     compiled = rx(pattern)
-    if sets and not _has_all(sets, getattr(step, "lower_" + field)):
+    if sets and not prechecked and not _has_all(sets, getattr(step, "lower_" + field)):
         return False
     text = getattr(step, field)
     if "\n" not in text:
@@ -176,37 +190,54 @@ class CNFTracker:
 
 
 class StepTexts:
-    """One trajectory's steps, with each field's lower-cased text joined once, so a pattern
-    whose required literals appear nowhere in the trajectory is ruled out by one substring test
-    instead of one regex call per step (the annotator's hot path)."""
+    """One trajectory's steps prepared for matching many patterns: lower-cased fields once, a
+    whole-trajectory literal test per pattern, then a literal test per step before any regex
+    runs (the annotator's hot path)."""
 
     def __init__(self, steps: list[Step]) -> None:
         self.steps = steps
-        self._lower: dict[str, str] = {}
+        self.tools = [s.tool for s in steps]
+        self.lower = {"command": [s.lower_command for s in steps], "output": [s.lower_output for s in steps]}
+        self._joined: dict[str, str] = {}
 
     def possible(self, pattern: str, field: str) -> bool:
         sets = required_literals(pattern)
         if not sets:
             return True
-        if field not in self._lower:
-            self._lower[field] = "\n".join(getattr(s, "lower_" + field) for s in self.steps)
-        return _has_all(sets, self._lower[field])
+        if field not in self._joined:
+            self._joined[field] = "\n".join(self.lower[field])
+        return _has_all(sets, self._joined[field])
+
+    def _filter(self, cand: list[int], pattern: str, field: str, keep: bool, limit: int | None) -> list[int]:
+        sets = required_literals(pattern)
+        lower = self.lower[field]
+        steps = self.steps
+        out = []
+        for i in cand:
+            hit = (not sets or _has_all(sets, lower[i])) and _search(pattern, steps[i], field, prechecked=True)
+            if hit == keep:
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
 
     def matching(self, p: Any, limit: int | None = None, upto: int | None = None) -> list[int]:
         """Sorted positions of the steps ``p`` matches (same semantics as :func:`pattern_matches`).
-        With ``limit``, stop after that many (the annotator needs only the first k); ``upto``
+        With ``limit``, keep the first that many (the annotator needs only the first k); ``upto``
         ignores steps after that position."""
         for part in ("command", "output"):
             if getattr(p, part) is not None and not self.possible(getattr(p, part), part):
                 return []
         n = len(self.steps) if upto is None else upto + 1
-        out = []
-        for i in range(n):
-            if pattern_matches(p, self.steps[i]):
-                out.append(i)
-                if limit is not None and len(out) >= limit:
-                    break
-        return out
+        cand = list(range(n)) if p.tool == "any" else [i for i in range(n) if self.tools[i] == p.tool]
+        active = [(getattr(p, part), part.removesuffix("_not"), keep) for part, keep in
+                  (("command", True), ("command_not", False), ("output", True), ("output_not", False))
+                  if getattr(p, part) is not None]
+        for k, (pattern, part, keep) in enumerate(active):
+            if not cand:
+                break
+            cand = self._filter(cand, pattern, part, keep, limit if k == len(active) - 1 else None)
+        return cand[:limit] if limit is not None else cand
 
     def first_edit(self) -> int | None:
         """Position of the first successful edit, if any."""

@@ -42,7 +42,7 @@ def _bootstrap_ci(diff: np.ndarray) -> tuple[float | None, float | None]:
     if len(diff) < 2 or np.all(diff == diff[0]):
         v = float(diff[0]) if len(diff) else None
         return v, v
-    res = sps.bootstrap((diff,), np.mean, n_resamples=2000, confidence_level=0.95, method="percentile",
+    res = sps.bootstrap((diff,), np.mean, n_resamples=1000, confidence_level=0.95, method="percentile",
                         random_state=np.random.default_rng(0))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 

@@ -125,3 +125,29 @@ def test_llm_ticket_judge_through_the_client():
         server.close()
     assert scores == {"blocker": "full", "progress": "partial", "request": "full", "resume_condition": "missing"}
     assert "Ticket:" in server.requests[0]["messages"][0]["content"]
+
+
+def test_report_scores_tickets_with_an_llm_judge(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    corpus = Path(__file__).parent / "corpus"
+    run = tmp_path / "run" / "episodes"
+    run.mkdir(parents=True)
+    for name in ("variant-evidence-spread", "real-premature-tool-text_file"):
+        shutil.copy(corpus / f"{name}.jsonl", run / f"{name}.jsonl")
+    server = ScriptedServer(['{"blocker": "full", "progress": "full", "request": "full", "resume_condition": "full"}'])
+    try:
+        out = subprocess.run([sys.executable, "-m", "impasse.cli", "report", str(tmp_path / "run"), "--json", "-",
+                              "--judge-model", "judge", "--judge-base-url", server.url],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert out.returncode == 0, out.stderr
+    eps = {e["episode_id"]: e for e in json.loads(out.stdout)["episodes"]}
+    assert eps["variant-evidence-spread"]["ticket_sufficient_llm"] is True
+    assert eps["real-premature-tool-text_file"]["ticket_sufficient_llm"] is True  # the LLM's view, not the rubric's
+    assert eps["real-premature-tool-text_file"]["ticket_sufficient"] is False
+    assert len(server.requests) == 2

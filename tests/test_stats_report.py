@@ -82,3 +82,17 @@ def test_report_json_contract_and_self_contained_html(tmp_path):
     assert not re.search(r"(src|href)=[\"']https?://", page)  # nothing fetched from outside
     assert page.count("data:image/png;base64,") == 3
     assert "id='variant-hidden-unsafe-s8'" in page and "href='#variant-hidden-unsafe-s8'" in page
+
+
+def test_compare_two_runs_pairs_by_task_condition_and_interface(tmp_path):
+    for name in ("a", "b"):
+        run = tmp_path / name / "episodes"
+        run.mkdir(parents=True)
+        for p in CORPUS.glob("*.jsonl"):
+            shutil.copy(p, run / p.name)
+    rows_a, _ = annotate_run(tmp_path / "a")
+    rows_b, _ = annotate_run(tmp_path / "b")
+    report = build(rows_a, rows_b)
+    comps = {k: v for k, v in report["summary"]["comparisons"].items() if k.startswith("runs B vs A")}
+    assert comps and all(t["p"] == 1.0 and t["diff"] == 0 for tests in comps.values() for t in tests)
+    assert max(t["n_pairs"] for tests in comps.values() for t in tests) >= 3

@@ -423,6 +423,8 @@ def report_cmd(
     compare: Annotated[Path | None, typer.Option(help="A second run to compare against (paired by task/condition)")] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the impasse.report/1 JSON here ('-' = stdout)")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Also score tickets with this LLM (OpenAI-compatible)")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
 ) -> None:
     """Annotate, aggregate the paper's metrics, compare interfaces with paired statistics."""
     from impasse.report.report import annotate_run, build, print_terminal, render_html
@@ -436,6 +438,8 @@ def report_cmd(
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
         raise fail(f"{run_dir}: no finished episodes to report on")
+    if judge_model:
+        _llm_judge_rows(rows, judge_model, judge_base_url)
     report = build(rows, other, [str(run_dir)] + ([str(compare)] if compare else []))
     if json_out is not None:
         text = json.dumps(report, indent=1)
@@ -448,6 +452,22 @@ def report_cmd(
     if html is not None:
         html.write_text(render_html(report))
         console.print(f"HTML report: {html}")
+
+
+def _llm_judge_rows(rows: list[dict], model: str, base_url: str | None) -> None:
+    """Adds ticket_scores_llm / ticket_sufficient_llm to escalated episodes."""
+    from impasse.agent.models import ModelConfig, OpenAIModel
+    from impasse.store.trajectory import read_trajectory
+    from impasse.tickets.judge import llm_judge, sufficient
+    from impasse.tickets.ticket import Ticket
+
+    client = OpenAIModel(ModelConfig(model=model, base_url=base_url))
+    for row in rows:
+        if not row["escalated"]:
+            continue
+        ticket = Ticket.from_arguments(read_trajectory(Path(row["trajectory"])).endings[0].get("ticket"))
+        scores = llm_judge(ticket, client)
+        row["ticket_scores_llm"], row["ticket_sufficient_llm"] = scores, sufficient(scores)
 
 
 def main() -> None:  # pragma: no cover - console script shim

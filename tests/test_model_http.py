@@ -146,7 +146,7 @@ def test_report_scores_tickets_with_an_llm_judge(tmp_path):
     finally:
         server.close()
     assert out.returncode == 0, out.stderr
-    eps = {e["episode_id"]: e for e in json.loads(out.stdout)["episodes"]}
+    eps = {Path(e["trajectory"]).stem: e for e in json.loads(out.stdout)["episodes"]}
     assert eps["variant-evidence-spread"]["ticket_sufficient_llm"] is True
     assert eps["real-premature-tool-text_file"]["ticket_sufficient_llm"] is True  # the LLM's view, not the rubric's
     assert eps["real-premature-tool-text_file"]["ticket_sufficient"] is False

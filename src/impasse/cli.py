@@ -213,7 +213,7 @@ def conditions_list(as_json: Annotated[bool, typer.Option("--json")] = False) ->
     for col in ("name", "class", "summary"):
         table.add_column(col)
     for c in cards.values():
-        table.add_row(c.name, c.cls, c.summary + (f" [applies to tasks with {c.requires}]" if c.requires else ""))
+        table.add_row(c.name, c.cls, c.summary + (f" [only tasks with {c.requires}]" if c.requires else ""))
     out.print(table)
 
 

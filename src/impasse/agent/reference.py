@@ -41,7 +41,7 @@ SYMPTOMS = [  # (symptom, regex on output) - first match wins
     ("runner", r"No module named pytest"),
     ("import", r"No module named '"),
     ("killed", r"\bKilled\b|\[exit code: 137\]"),
-    ("collect", r"ERROR: not found: .*\(no match in any of"),
+    ("collect", r"\(no match in any of \[<Module"),
     ("denied", r"Permission denied|Operation not permitted|\[Errno 13\]"),
 ]
 
@@ -146,7 +146,7 @@ class ReferenceAgent:
         self.can_escalate = "escalate_to_human" in tools
         self.target = f"{REPO}/{inst.target_file}"
         ids = " ".join(shlex.quote(t) for t in inst.FAIL_TO_PASS[:3])
-        self.test = f"{inst.test_cmd} {ids}"
+        self.test = f"{inst.test_cmd} --tb=short {ids}"  # short tracebacks: collection errors stay visible
         self.log: list[tuple[Act, Obs]] = []
         self.saved = False
         self.verification = "not run"

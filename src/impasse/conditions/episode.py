@@ -16,6 +16,8 @@ class NotApplicable(ValueError):
 
 
 def applies(c: BlockerCard, inst: TaskInstance, image: Image | None = None) -> bool:
+    if c.requires == "f2p_test_files":
+        return any(t.split("::")[0] in inst.test_files for t in inst.FAIL_TO_PASS)
     if c.requires == "runtime_deps":
         image = image or load_image(inst.image)
         return bool(image and pick_dependency(inst, image))

@@ -182,21 +182,6 @@ def make_model(cfg: RunConfig, spec: EpisodeSpec, inst: Any):
 
 def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, Any]:
     """Run (or finish) one episode; returns its short summary. Runs in a worker process."""
-    from impasse.agent.loop import (
-        ESCALATION_HINT,
-        SYSTEM_PROMPT,
-        AgentError,
-        Completed,
-        Escalated,
-        Loop,
-        LoopConfig,
-        StepLimitReached,
-        task_prompt,
-    )
-    from impasse.agent.tools import run_bash, run_edit
-    from impasse.conditions.episode import open_episode
-    from impasse.grade import grade
-    from impasse.monitor.monitor import Monitor
     from impasse.store.trajectory import TrajectoryWriter, read_trajectory, rewrite_without_torn_tail
     from impasse.tasks.build import all_instances
 
@@ -215,6 +200,33 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
               "step_limit": cfg.step_limit, "restore": cfg.restore, "package": inst.package,
               "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     writer = TrajectoryWriter(path, header)
+    try:
+        result = _play(spec, cfg, inst, c, model, prior, writer, run_dir)
+        writer.append({"type": "grade", **result})
+        writer.append({"type": "final"})
+    finally:
+        writer.close()
+    return summarize(read_trajectory(path))
+
+
+def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prior: Any, writer: Any,
+          run_dir: Path) -> dict[str, Any]:
+    """The episode itself: sandbox, (rebuilt) loop, endings, restoration; returns the grade."""
+    from impasse.agent.loop import (
+        ESCALATION_HINT,
+        SYSTEM_PROMPT,
+        AgentError,
+        Completed,
+        Escalated,
+        Loop,
+        LoopConfig,
+        StepLimitReached,
+        task_prompt,
+    )
+    from impasse.conditions.episode import open_episode
+    from impasse.grade import grade
+    from impasse.monitor.monitor import Monitor
+
     backend = _backend()
     sb = open_episode(backend, inst, spec.condition)
     try:
@@ -230,21 +242,8 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
         events = prior.events if prior else []
         ended = [e for e in events if e["type"] == "ending"]
         restored = any(e["type"] == "restore" for e in events)
-        if prior:  # rebuild the sandbox state by re-executing what was recorded
-            for e in events:
-                if e["type"] == "step":
-                    a = e.get("arguments") or {}
-                    if e["tool"] == "bash" and "command" in a:
-                        run_bash(sb, a["command"], cfg.command_timeout, 10)
-                    elif e["tool"] == "edit_file" and {"path", "old_str", "new_str"} <= set(a):
-                        run_edit(sb, a["path"], a["old_str"], a["new_str"])
-                    if monitor is not None:
-                        monitor.observe({"name": e["tool"], "arguments": a}, e.get("output", ""), e.get("exit_code"))
-                elif e["type"] == "restore":
-                    sb.restore()
-                if "message" in e:
-                    loop.messages.append(e["message"])
-            loop.steps = max([e["step"] for e in events if e["type"] == "step"], default=0)
+        if prior:
+            _rebuild(prior.events, sb, loop, monitor, cfg)
             writer.append({"type": "resumed", "at_step": loop.steps,
                            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         else:
@@ -285,11 +284,28 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
         patch = sb.diff()
     finally:
         sb.close()
-    result = grade(backend, inst, patch, cache_dir=run_dir / "grades")
-    writer.append({"type": "grade", **result})
-    writer.append({"type": "final"})
-    writer.close()
-    return summarize(read_trajectory(path))
+    return grade(backend, inst, patch, cache_dir=run_dir / "grades")
+
+
+def _rebuild(events: list[dict[str, Any]], sb, loop, monitor, cfg: RunConfig) -> None:
+    """Bring a fresh sandbox, the loop and the monitor to where an interrupted episode was, by
+    re-executing its recorded actions (their recorded outputs stay as they were)."""
+    from impasse.agent.tools import run_bash, run_edit
+
+    for e in events:
+        if e["type"] == "step":
+            a = e.get("arguments") or {}
+            if e["tool"] == "bash" and "command" in a:
+                run_bash(sb, a["command"], cfg.command_timeout, 10)
+            elif e["tool"] == "edit_file" and {"path", "old_str", "new_str"} <= set(a):
+                run_edit(sb, a["path"], a["old_str"], a["new_str"])
+            if monitor is not None:
+                monitor.observe({"name": e["tool"], "arguments": a}, e.get("output", ""), e.get("exit_code"))
+        elif e["type"] == "restore":
+            sb.restore()
+        if "message" in e:
+            loop.messages.append(e["message"])
+    loop.steps = max([e["step"] for e in events if e["type"] == "step"], default=0)
 
 
 def _restore(sb, loop, writer, cfg: RunConfig) -> None:

@@ -20,6 +20,15 @@ def test_everything_failing_or_timeout_is_invalid():
     assert judge(BASE, {"t::a": "FAILED", "t::b": "PASSED"}, True).reason == "timed out"
 
 
+def test_parametrize_ids_containing_dash_separators_stay_whole():
+    out = ("PASSED tests/t.py::test_cmp[a < b - interval '1 day'-Token]\n"
+           "FAILED tests/t.py::test_cmp[c - d] - AssertionError: x - y\n"
+           "FAILED tests/t.py::test_odd[e - f - AssertionError: unbalanced\n")
+    st = parse_statuses(out, known={"tests/t.py::test_odd[e - f"})
+    assert st == {"tests/t.py::test_cmp[a < b - interval '1 day'-Token]": "PASSED",
+                  "tests/t.py::test_cmp[c - d]": "FAILED", "tests/t.py::test_odd[e - f": "FAILED"}
+
+
 def test_parse_rA_summary():
     out = """PASSED tests/test_x.py::test_a
 FAILED tests/test_x.py::test_b[1 - 2] - AssertionError: assert 1 == 2

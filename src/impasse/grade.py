@@ -91,7 +91,7 @@ def _grade(backend, inst: TaskInstance, patch: str, timeout: float) -> dict[str,
         result["patch_applied"] = True
         ids = " ".join(shlex.quote(t) for t in [*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS])
         res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, keep_bytes=32 * 1024 * 1024)
-    statuses = parse_statuses(res.stdout)
+    statuses = parse_statuses(res.stdout, {*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS})
     f2p_failed = [t for t in inst.FAIL_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
     p2p_failed = [t for t in inst.PASS_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
     result.update(resolved=not f2p_failed and not p2p_failed and not res.timed_out,
@@ -109,7 +109,7 @@ def verify_instance(backend, inst: TaskInstance) -> dict[str, Any]:
     with backend.create([instance_layer(inst, image), image.layer]) as sb:
         ids = " ".join(shlex.quote(t) for t in inst.FAIL_TO_PASS)
         res = sb.exec(f"{inst.test_cmd} {ids}", timeout=300, keep_bytes=32 * 1024 * 1024)
-    statuses = parse_statuses(res.stdout)
+    statuses = parse_statuses(res.stdout, set(inst.FAIL_TO_PASS))
     still_passing = [t for t in inst.FAIL_TO_PASS if statuses.get(t) != "FAILED"]
     gold = grade(backend, inst, gold_fix(inst))
     return {"instance_id": inst.instance_id, "bug_fails_f2p": not still_passing, "not_failing": still_passing[:5],

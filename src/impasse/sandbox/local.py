@@ -97,6 +97,8 @@ AGENT_ENV = {
     "GIT_PAGER": "cat",
     "PIP_NO_INPUT": "1",
     "PIP_RETRIES": "1",  # there is no network: fail in a second, not after pip's default backoff
+    # Stable test ids: some suites parametrize from sets, whose order follows the string hash seed.
+    "PYTHONHASHSEED": "0",
 }
 
 

@@ -99,17 +99,23 @@ def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m:
                 res = sb.exec(quick, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
                 if res.timed_out:
                     return Verdict(False, "timed out"), ""
-                verdict = judge(image.baseline, parse_statuses(res.stdout), False)
+                verdict = judge(image.baseline, parse_statuses(res.stdout, image.baseline), False)
                 if not verdict.f2p:
                     return Verdict(False, "no test in the relevant files went from PASSED to FAILED"), ""
             res = sb.exec(image.test_cmd, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
             if not res.timed_out and not has_summary(res.stdout):
                 return Verdict(False, f"the test run did not finish (exit {res.exit_code})"), ""
-            verdict = judge(image.baseline, parse_statuses(res.stdout), res.timed_out)
+            verdict = judge(image.baseline, parse_statuses(res.stdout, image.baseline), res.timed_out)
             if not verdict.valid:
                 return verdict, ""
-            detail = sb.exec(test_command(image.spec, [*verdict.f2p[:3], "--tb=short"]), timeout=timeout)
-            return verdict, detail.output
+            # The FAIL_TO_PASS tests alone: they must fail in isolation too (an agent reproduces the
+            # report that way), and their tracebacks feed the problem statement.
+            alone = sb.exec(test_command(image.spec, [*verdict.f2p, "--tb=short"]), timeout=timeout,
+                            keep_bytes=HARNESS_OUTPUT)
+            statuses = parse_statuses(alone.stdout, set(verdict.f2p))
+            if any(statuses.get(t) != "FAILED" for t in verdict.f2p):
+                return Verdict(False, "a FAIL_TO_PASS test does not fail when run alone (order-dependent)"), ""
+            return verdict, alone.output
 
 
 def package_tasks_dir(key: str) -> Path:

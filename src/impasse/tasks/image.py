@@ -25,7 +25,7 @@ from impasse.tasks.pypi import PackageError, download_sdist
 from impasse.tasks.pytest_log import PYTEST_FLAGS, has_summary, parse_statuses
 from impasse.tasks.suite import PYTEST_PIN, PackageSpec
 
-IMAGE_VERSION = 2
+IMAGE_VERSION = 4  # 3: ids with ' - ' recorded whole; 4: PYTHONHASHSEED=0 (stable parametrize ids)
 PIP_PIN = "pip==25.3"  # Debian's venv pip is too old for PEP 660 editable installs
 _NOT_SOURCE = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
                "scripts", "tools", "build", "dist", "ci", "tasks"}

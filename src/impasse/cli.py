@@ -347,9 +347,11 @@ def run_cmd(
                 if bad:
                     raise ValueError(f"unknown reference agent(s) {bad}; profiles: {', '.join(PROFILES)}")
             from impasse.agent.tools import INTERFACES
+            from impasse.conditions.cards import select
 
             if bad_if := [i for i in cfg.interfaces if i not in INTERFACES]:
                 raise ValueError(f"unknown interface(s) {bad_if}; use {', '.join(INTERFACES)}")
+            select(cfg.conditions)  # bad names fail here, before any building
             if not tasks:  # idempotent: builds what is missing, reuses the cache otherwise
                 console.print(f"making sure the {cfg.suite!r} suite's tasks are built")
                 tasks_build(packages=None, suite=cfg.suite, max_per_package=5, seed=0, jobs=jobs, force=False)

@@ -37,6 +37,13 @@ def source_only(patch: str) -> tuple[str, list[str]]:
     return "".join(kept), dropped
 
 
+def run_tests(sb, inst: TaskInstance, node_ids: list[str], timeout: float):
+    """Run these node ids with the task's test command -> (exec result, {node id: status})."""
+    ids = " ".join(shlex.quote(t) for t in node_ids)
+    res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, keep_bytes=32 * 1024 * 1024)
+    return res, parse_statuses(res.stdout, set(node_ids))
+
+
 def gold_fix(inst: TaskInstance) -> str:
     """The reverse of the bug patch, shaped like an agent's patch (``git diff`` of the fixed tree)."""
     import subprocess
@@ -89,9 +96,7 @@ def _grade(backend, inst: TaskInstance, patch: str, timeout: float) -> dict[str,
             result["reason"] = f"patch does not apply: {applied.stderr.strip()[:300]}"
             return result
         result["patch_applied"] = True
-        ids = " ".join(shlex.quote(t) for t in [*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS])
-        res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, keep_bytes=32 * 1024 * 1024)
-    statuses = parse_statuses(res.stdout, {*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS})
+        res, statuses = run_tests(sb, inst, [*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS], timeout)
     f2p_failed = [t for t in inst.FAIL_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
     p2p_failed = [t for t in inst.PASS_TO_PASS if statuses.get(t) not in ("PASSED", "XFAIL")]
     result.update(resolved=not f2p_failed and not p2p_failed and not res.timed_out,
@@ -107,9 +112,7 @@ def verify_instance(backend, inst: TaskInstance) -> dict[str, Any]:
     if image is None:
         raise FileNotFoundError(f"task image {inst.image} is not built")
     with backend.create([instance_layer(inst, image), image.layer]) as sb:
-        ids = " ".join(shlex.quote(t) for t in inst.FAIL_TO_PASS)
-        res = sb.exec(f"{inst.test_cmd} {ids}", timeout=300, keep_bytes=32 * 1024 * 1024)
-    statuses = parse_statuses(res.stdout, set(inst.FAIL_TO_PASS))
+        _, statuses = run_tests(sb, inst, inst.FAIL_TO_PASS, 300)
     still_passing = [t for t in inst.FAIL_TO_PASS if statuses.get(t) != "FAILED"]
     gold = grade(backend, inst, gold_fix(inst))
     return {"instance_id": inst.instance_id, "bug_fails_f2p": not still_passing, "not_failing": still_passing[:5],

@@ -18,11 +18,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from impasse import paths
 from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
-from impasse.tasks.image import Image, build_image, test_command
+from impasse.tasks.image import Image, build_image, load_image, test_command
 from impasse.tasks.layer import commit_tree, copy_repo
 from impasse.tasks.mutate import Mutation, candidate_order, enumerate_sites, mutate
 from impasse.tasks.pytest_log import has_summary, parse_statuses
@@ -78,12 +79,19 @@ def _candidate_layer(mutation: Mutation, image: Image, root: Path) -> Path:
     return root
 
 
+@cache
+def _test_texts(key: str) -> dict[str, str]:
+    """The image's test files, read once per process (every candidate consults them)."""
+    image = load_image(key)
+    repo = image.layer / "workspace" / "repo"
+    return {f: (repo / f).read_text(errors="replace") for f in image.test_files}
+
+
 def relevant_tests(image: Image, function: str) -> list[str]:
     """Test files whose text mentions the mutated function (by name)."""
     if not function or function.startswith("__"):
         return []
-    repo = image.layer / "workspace" / "repo"
-    return [f for f in image.test_files if function in (repo / f).read_text(errors="replace")]
+    return [f for f, text in _test_texts(image.key).items() if function in text]
 
 
 def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m: None) -> tuple[Verdict, str]:

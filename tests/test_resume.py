@@ -71,8 +71,8 @@ def test_sigkill_and_resume_loses_and_duplicates_nothing(glom_task, tmp_path):
         assert types.count("grade") == 1
     summary = json.loads((run_dir / "summary.json").read_text())
     assert len(summary) == 18 and not [r for r in summary if r["ending"] == "harness_error"]
-    from impasse.sandbox.local import _alive
+    from impasse.sandbox import lease
 
-    stale = [p for p in Path(os.environ["IMPASSE_CACHE"], "episodes").glob("*")
-             if not _alive(int((p / "owner.pid").read_text()))]
+    stale = []
+    lease.sweep(Path(os.environ["IMPASSE_CACHE"], "episodes"), stale.append)
     assert stale == [], "episodes of killed runs must be swept by the next run"

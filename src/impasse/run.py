@@ -125,9 +125,15 @@ def _git_commit() -> str:
 
 
 def write_manifest(run_dir: Path, cfg: RunConfig, specs: list[EpisodeSpec]) -> None:
+    """The manifest, and the run's own copy of its task instances: a run is pinned to the exact
+    instances and image builds it planned, whatever is rebuilt in the cache meanwhile."""
     from impasse.monitor.monitor import default_rules
+    from impasse.tasks.build import all_instances
+    from impasse.tasks.schema import write_jsonl
 
     run_dir.mkdir(parents=True, exist_ok=True)
+    wanted = {s.instance_id for s in specs}
+    write_jsonl([i for i in all_instances() if i.instance_id in wanted], run_dir / "instances.jsonl")
     manifest = {"format": "impasse.run/1", "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "impasse_version": impasse.__version__, "impasse_commit": _git_commit(),
                 "python": sys.version.split()[0], "platform": platform.platform(),
@@ -183,7 +189,6 @@ def make_model(cfg: RunConfig, spec: EpisodeSpec, inst: Any):
 def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, Any]:
     """Run (or finish) one episode; returns its short summary. Runs in a worker process."""
     from impasse.store.trajectory import TrajectoryWriter, read_trajectory, rewrite_without_torn_tail
-    from impasse.tasks.build import all_instances
 
     path = run_dir / "episodes" / f"{spec.episode_id}.jsonl"
     prior = None
@@ -192,7 +197,10 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
         prior = read_trajectory(path)
         if prior.complete:
             return summarize(prior)
-    inst = next(i for i in all_instances() if i.instance_id == spec.instance_id)
+        if prior.failed:  # a harness error: what it recorded is not trusted; start over, keep it aside
+            archive_attempt(run_dir, path)
+            prior = None
+    inst = run_instance(run_dir, spec.instance_id)
     c = card(spec.condition)
     model = make_model(cfg, spec, inst)
     header = {"episode_id": spec.episode_id, "instance_id": inst.instance_id, "condition": spec.condition,
@@ -204,9 +212,39 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
         result = _play(spec, cfg, inst, c, model, prior, writer, run_dir)
         writer.append({"type": "grade", **result})
         writer.append({"type": "final"})
+    except Exception as e:
+        # Recorded, never graded: `--resume` moves this trajectory aside and runs the episode again.
+        writer.append({"type": "harness_error", "error": f"{type(e).__name__}: {e}",
+                       "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        raise
     finally:
         writer.close()
     return summarize(read_trajectory(path))
+
+
+def run_instance(run_dir: Path, instance_id: str) -> Any:
+    """The instance as the run planned it (``RUN/instances.jsonl``); the cache's current one
+    for a directory without that file (a bare episode, e.g. in tests)."""
+    from impasse.tasks.build import all_instances
+    from impasse.tasks.schema import read_instances
+
+    pinned = run_dir / "instances.jsonl"
+    insts = read_instances(pinned) if pinned.exists() else all_instances()
+    found = next((i for i in insts if i.instance_id == instance_id), None)
+    if found is None:
+        raise ValueError(f"task {instance_id} is not among the run's instances ({pinned})")
+    return found
+
+
+def archive_attempt(run_dir: Path, path: Path) -> Path:
+    """Move a failed attempt's trajectory to ``RUN/attempts/<episode>.<n>.jsonl`` (kept for
+    inspection, out of the way of reports and resume)."""
+    attempts = run_dir / "attempts"
+    attempts.mkdir(exist_ok=True)
+    n = 1 + len(list(attempts.glob(f"{path.stem}.*.jsonl")))
+    dest = attempts / f"{path.stem}.{n}.jsonl"
+    os.replace(path, dest)
+    return dest
 
 
 def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prior: Any, writer: Any,

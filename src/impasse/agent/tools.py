@@ -101,15 +101,24 @@ def _edit(sb, path: str, old: str, new: str) -> ToolOutcome:
     full = path if path.startswith("/") else f"{REPO}/{path}"
     try:
         if old == "":
-            sb.write_file(full, new)
-            return ToolOutcome(f"Wrote {len(new.splitlines())} lines to {full}.", 0)
+            return _write_confirmed(sb, full, new, f"Wrote {len(new.splitlines())} lines to {full}.")
         text = sb.read_file(full)
         count = text.count(old)
         if count == 0:
             return ToolOutcome(f"Error: old_str not found in {full}; no change made.", 1)
         if count > 1:
             return ToolOutcome(f"Error: old_str appears {count} times in {full}; make it unique. No change made.", 1)
-        sb.write_file(full, text.replace(old, new, 1))
-        return ToolOutcome(f"Edited {full}: replaced 1 occurrence.", 0)
+        return _write_confirmed(sb, full, text.replace(old, new, 1), f"Edited {full}: replaced 1 occurrence.")
     except FileAccessError as e:
         return ToolOutcome(f"Error: {e}", 1)
+
+
+def _write_confirmed(sb, path: str, content: str, success: str) -> ToolOutcome:
+    """Write as the agent, then confirm by the harness's own read of the merged view (outside
+    the agent's command path, so faults' retry counters are untouched). Success is reported
+    only for content that is really there."""
+    sb.write_file(path, content)
+    if sb.read_file(path, as_agent=False) != content:
+        return ToolOutcome(f"Error: writing {path} reported success, but the file does not hold the new content; "
+                           "the edit is not saved.", 1)
+    return ToolOutcome(success, 0)

@@ -49,6 +49,10 @@ def _annotate_files(paths: list[Path], write: bool) -> tuple[list[dict[str, Any]
         except TrajectoryError as e:
             problems.append(str(e))
             continue
+        if t.failed:
+            problems.append(f"{p.name}: harness error ({t.events[-1].get('error', '')}); not the agent's doing, "
+                            "not reported: rerun it with `impasse run --resume`")
+            continue
         if not t.endings:
             problems.append(f"{p.name}: no ending yet (interrupted run? use `impasse run --resume`)")
             continue

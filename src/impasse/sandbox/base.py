@@ -38,6 +38,15 @@ class FileAccessError(OSError):
     """``read_file``/``write_file`` failed inside the sandbox; ``str()`` is the real error text."""
 
 
+class SandboxError(RuntimeError):
+    """A sandbox operation failed on the host side (not a failure of the agent's command)."""
+
+
+class WorkspaceLost(SandboxError):
+    """The episode's filesystem, cgroup or directory vanished or changed under it. A harness
+    failure, never the agent's: the episode ends as a harness error and is never graded."""
+
+
 @runtime_checkable
 class Sandbox(Protocol):
     root: Path
@@ -45,7 +54,10 @@ class Sandbox(Protocol):
     def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None,
              user: str = "agent") -> ExecResult: ...
 
-    def read_file(self, path: str) -> str: ...
+    def read_file(self, path: str, as_agent: bool = True) -> str:
+        """As the agent (permissions and faults apply), or with ``as_agent=False`` the harness's
+        own view of the merged workspace (no permissions, no fault hooks, no agent process)."""
+        ...
 
     def write_file(self, path: str, content: str) -> None: ...
 

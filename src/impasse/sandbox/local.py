@@ -21,13 +21,13 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from impasse import paths
+from impasse.sandbox import lease as leases
 from impasse.sandbox import oskit
-from impasse.sandbox.base import ExecResult, Fault, FileAccessError
+from impasse.sandbox.base import ExecResult, Fault, FileAccessError, WorkspaceLost
 from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, VENV, ensure_base
 
 MiB = 1024 * 1024
@@ -70,15 +70,21 @@ def _which(name: str) -> str:
     return path
 
 
+def _host_bound() -> list[str]:
+    """Top-level directories bound read-only from the host into every sandbox (the base layer
+    holds no binaries): /usr, and /bin, /lib, ... on hosts without a merged /usr."""
+    return ["usr", *(n for n in ("bin", "lib", "lib64", "sbin")
+                     if Path("/" + n).is_dir() and not Path("/" + n).is_symlink())]
+
+
 def _bwrap_prefix(root: Path, *, network: bool, root_writable: bool = True) -> list[str]:
-    argv = [_which("bwrap"), "--bind" if root_writable else "--ro-bind", str(root), "/", "--ro-bind", "/usr", "/usr",
-            "--tmpfs", "/usr/local", "--proc", "/proc", "--dev", "/dev",
+    argv = [_which("bwrap"), "--bind" if root_writable else "--ro-bind", str(root), "/",
+            "--proc", "/proc", "--dev", "/dev",
             "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
-    for name in ("bin", "lib", "lib64", "sbin"):
-        host = Path("/" + name)
-        if host.is_dir() and not host.is_symlink():
-            argv += ["--ro-bind", str(host), "/" + name]
+    for name in _host_bound():
+        argv += ["--ro-bind", "/" + name, "/" + name]
+    argv += ["--tmpfs", "/usr/local"]
     if not network:
         argv.append("--unshare-net")
     return argv
@@ -103,13 +109,15 @@ AGENT_ENV = {
 
 
 class LocalSandbox:
-    """One episode. Create through :class:`LocalBackend`."""
+    """One episode. Create through :class:`LocalBackend`. The episode's directory exists only
+    while this object holds its lease (see :mod:`impasse.sandbox.lease`)."""
 
-    def __init__(self, ep_dir: Path, layers: list[Path], faults: list[Fault], limits: Limits) -> None:
-        self.id = ep_dir.name
-        self.dir = ep_dir
-        self.disk = ep_dir / "disk"
-        self.root = ep_dir / "root"
+    def __init__(self, lease: leases.Lease, layers: list[Path], faults: list[Fault], limits: Limits) -> None:
+        self.lease = lease
+        self.id = lease.name
+        self.dir = lease.dir
+        self.disk = self.dir / "disk"
+        self.root = self.dir / "root"
         self.layers = layers
         self.limits = limits
         self.options = ExecOptions()
@@ -128,14 +136,28 @@ class LocalSandbox:
 
     # ------------------------------------------------------------------ lifecycle
     def _setup(self) -> None:
-        self.disk.mkdir(parents=True)
+        self.dir.mkdir()
+        self.disk.mkdir()
         self.root.mkdir()
-        (self.dir / "owner.pid").write_text(str(os.getpid()))
         oskit.mount("tmpfs", self.disk, "tmpfs", f"size={self.limits.disk_bytes},mode=0700")
         (self.disk / "upper").mkdir()
         (self.disk / "work").mkdir()
         oskit.mount_overlay(self.layers, self.disk / "upper", self.disk / "work", self.root)
+        self._devs = (self.disk.stat().st_dev, self.root.stat().st_dev)
         self.cgroup = oskit.Cgroup(self.id, self.limits.pids_max, self.limits.memory_bytes)
+
+    def ensure_alive(self) -> None:
+        """Raise :class:`WorkspaceLost` unless the episode's mounts, cgroup and directory are the
+        ones it set up. Two ``stat`` calls: cheap enough to run around every command."""
+        try:
+            ok = (self.disk.stat().st_dev, self.root.stat().st_dev) == self._devs
+        except (FileNotFoundError, AttributeError):
+            ok = False
+        if ok and self.cgroup is not None:
+            ok = all(p.is_dir() for p in self.cgroup.paths.values())
+        if not ok:
+            raise WorkspaceLost(f"episode {self.id}: its overlay, cgroup or directory is gone or was replaced "
+                                "under it (removed by another process?); the episode cannot be trusted")
 
     def close(self) -> None:
         if self._closed:
@@ -146,9 +168,8 @@ class LocalSandbox:
                 fault.close(self)
         if self.cgroup is not None:
             self.cgroup.destroy(_LIVE_POPENS)
-        oskit.umount(self.root)
-        oskit.umount(self.disk)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        oskit.remove_tree(self.dir)
+        self.lease.release()
 
     def __enter__(self) -> LocalSandbox:
         return self
@@ -189,9 +210,11 @@ class LocalSandbox:
         a whole suite's -rA report is larger than what an agent should be shown)."""
         if self._closed:
             raise oskit.SandboxError(f"episode {self.id} is closed")
+        self.ensure_alive()
         for fault in self.faults:
             fault.before_exec(self)
         result = self._run(["bash", "-c", cmd], user, timeout, stdin, keep_bytes)
+        self.ensure_alive()  # what ran must have run in this episode's workspace
         for fault in list(self.faults):
             fault.after_exec(self, result)
         return result
@@ -263,7 +286,9 @@ class LocalSandbox:
                           truncated, timed_out, time.monotonic() - start)
 
     # ------------------------------------------------------------------ files
-    def read_file(self, path: str) -> str:
+    def read_file(self, path: str, as_agent: bool = True) -> str:
+        if not as_agent:
+            return self._harness_read(path)
         res = self.exec(f"cat -- {_q(path)}", timeout=30, keep_bytes=self.limits.file_size_bytes)
         if res.truncated:
             raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
@@ -276,37 +301,87 @@ class LocalSandbox:
         if res.exit_code != 0:
             raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
 
+    def _harness_read(self, path: str) -> str:
+        """The merged view as the harness sees it: no permissions, no fault hooks, no process in
+        the sandbox. Symlinks resolve inside the sandbox's root, never on the host."""
+        self.ensure_alive()
+        real = resolve_in_view(self.root, path, _host_bound())
+        try:
+            return real.read_bytes().decode(errors="replace")
+        except OSError as e:
+            raise FileAccessError(f"{path}: {e.strerror}") from e
+
     def host_path(self, path: str) -> Path:
         """The host-side path of a sandbox path in the merged view (for harness use only)."""
         return self.root / path.lstrip("/")
 
     # ------------------------------------------------------------------ patch
     def diff(self) -> str:
-        return repo_diff(self.root / REPO[1:], self.dir)
+        self.ensure_alive()
+        base = next((layer / REPO[1:] / ".git" for layer in self.layers if (layer / REPO[1:] / ".git").is_dir()),
+                    None)
+        return repo_diff(self.root / REPO[1:], base, self.dir) if base else ""
 
 
 def _q(path: str) -> str:
     return "'" + path.replace("'", "'\"'\"'") + "'"
 
 
-def repo_diff(repo: Path, scratch: Path) -> str:
-    """The working tree's changes against HEAD, new files included, computed from the host
-    without touching the agent's index or object store."""
-    if not (repo / ".git").exists():
-        return ""
+def repo_diff(worktree: Path, base_git: Path, scratch: Path) -> str:
+    """The working tree's changes against the task's base commit, new files included.
+
+    Computed from the host with the *pristine* ``.git`` of the task's layer (so an agent that
+    commits, rewrites or deletes its own ``.git`` cannot hide or fake changes) and a fresh index
+    built from HEAD. A fresh index has no stat cache: git compares file times in whole seconds,
+    so a same-size edit made in the same second as the cached entry would otherwise be skipped
+    as unchanged, and the patch would come out empty.
+    """
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
-        index = Path(tmp) / "index"
         (Path(tmp) / "objects").mkdir()
-        if (repo / ".git" / "index").exists():
-            shutil.copyfile(repo / ".git" / "index", index)
-        env = {"PATH": "/usr/bin:/bin", "GIT_INDEX_FILE": str(index), "GIT_OBJECT_DIRECTORY": str(Path(tmp) / "objects"),
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo / ".git" / "objects"), "HOME": tmp,
+        env = {"PATH": "/usr/bin:/bin", "GIT_DIR": str(base_git), "GIT_WORK_TREE": str(worktree),
+               "GIT_INDEX_FILE": str(Path(tmp) / "index"), "GIT_OBJECT_DIRECTORY": str(Path(tmp) / "objects"),
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(base_git / "objects"), "HOME": tmp,
                "GIT_CONFIG_NOSYSTEM": "1"}
-        git = ["git", "-c", "safe.directory=*", "-c", "core.fileMode=false", "-C", str(repo)]
-        subprocess.run([*git, "add", "-A"], env=env, check=True, capture_output=True)
+        git = ["git", "-c", "safe.directory=*", "-c", "core.fileMode=false", "-c", "core.autocrlf=false",
+               "-c", "gc.auto=0"]
+        for args in (["read-tree", "HEAD"], ["add", "-A", "--", "."]):
+            subprocess.run([*git, *args], env=env, check=True, capture_output=True, cwd=worktree)
         out = subprocess.run([*git, "diff", "--cached", "--binary", "HEAD"], env=env, check=True,
-                             capture_output=True)
+                             capture_output=True, cwd=worktree)
         return out.stdout.decode(errors="replace")
+
+
+def resolve_in_view(root: Path, path: str, host_bound: list[str], max_links: int = 40) -> Path:
+    """Host path of sandbox ``path`` in the merged view rooted at ``root`` (where top-level
+    ``host_bound`` directories come from the host). Symlinks are followed *inside* the view:
+    ``/workspace/repo/x -> /etc/shadow`` names the sandbox's decoy, never the host's file."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    hops = 0
+
+    def host(names: list[str]) -> Path:
+        return (Path("/") if names and names[0] in host_bound else root).joinpath(*names)
+
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        candidate = host([*done, part])
+        if candidate.is_symlink():
+            hops += 1
+            if hops > max_links:
+                raise FileAccessError(f"{path}: too many levels of symbolic links")
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                done = []
+            parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+            continue
+        done.append(part)
+    if done and done[0] in ("proc", "dev", "sys"):
+        raise FileAccessError(f"{path}: not a file of the sandbox's filesystem")
+    return host(done)
 
 
 def run_build(base: Path, workspace: Path, script: str, *, env: dict[str, str], pip_cache: Path,
@@ -346,34 +421,20 @@ class LocalBackend:
 
     def create(self, layers: list[Path], faults: list[Fault] = (), limits: Limits | None = None) -> LocalSandbox:
         """``layers`` top first; the base layer is appended here."""
-        ep = paths.episodes_dir() / f"ep-{uuid.uuid4().hex[:12]}"
-        return LocalSandbox(ep, [*layers, self.base], list(faults), limits or Limits())
+        lease = leases.Lease.acquire_new(paths.episodes_dir())
+        try:
+            return LocalSandbox(lease, [*layers, self.base], list(faults), limits or Limits())
+        except BaseException:
+            lease.release()
+            raise
 
 
-def _alive(pid: int) -> bool:
-    """A zombie is dead for our purposes: this host's init may take a while to reap it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+def _remove_dead_episode(ep: Path) -> None:
+    oskit.Cgroup.existing(ep.name).destroy(_LIVE_POPENS)
+    oskit.remove_tree(ep)
 
 
 def sweep_stale() -> int:
-    """Remove episodes left behind by a killed harness (their owner process is gone)."""
-    root = paths.episodes_dir()
-    if not root.is_dir():
-        return 0
-    removed = 0
-    for ep in root.iterdir():
-        try:
-            if _alive(int((ep / "owner.pid").read_text())):
-                continue
-        except (FileNotFoundError, ValueError):
-            pass
-        oskit.Cgroup.existing(ep.name).destroy(_LIVE_POPENS)
-        oskit.umount(ep / "root")
-        oskit.umount(ep / "disk")
-        shutil.rmtree(ep, ignore_errors=True)
-        removed += 1
-    return removed
+    """Remove episodes whose owner is provably gone: only those whose lease we can take
+    (never by pid, see :mod:`impasse.sandbox.lease`). Safe while other processes run episodes."""
+    return leases.sweep(paths.episodes_dir(), _remove_dead_episode)

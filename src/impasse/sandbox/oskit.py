@@ -9,9 +9,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
+
+from impasse.sandbox.base import SandboxError
+
+__all__ = ["SandboxError"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -20,10 +25,6 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 MS_RDONLY = 1
 MNT_DETACH = 2
 PR_SET_CHILD_SUBREAPER = 36
-
-
-class SandboxError(RuntimeError):
-    """A sandbox operation failed on the host side (not a failure of the agent's command)."""
 
 
 def require_root() -> None:
@@ -54,6 +55,29 @@ def umount(target: Path) -> None:
 def mount_overlay(lowers: list[Path], upper: Path, work: Path, target: Path) -> None:
     lower = ":".join(str(p) for p in lowers)
     mount("overlay", target, "overlay", f"lowerdir={lower},upperdir={upper},workdir={work}")
+
+
+def mounts_under(path: Path) -> list[Path]:
+    """Mount points at or below ``path`` in this process's mount namespace, deepest first."""
+    prefix = str(path).rstrip("/")
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")  # mountinfo escapes spaces as \040
+        if point == prefix or point.startswith(prefix + "/"):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def remove_tree(path: Path) -> None:
+    """Unmount whatever is mounted at or below ``path``, then delete it. Refuses to delete if a
+    mount survives: ``rmtree`` would otherwise walk into a live filesystem (an episode's overlay
+    or its upper dir) and delete files under whoever is using it."""
+    for point in mounts_under(path):
+        umount(point)
+    left = mounts_under(path)
+    if left:
+        raise SandboxError(f"refusing to delete {path}: {left[0]} is still mounted")
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def become_subreaper() -> None:

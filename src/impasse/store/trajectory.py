@@ -10,7 +10,9 @@ later line is an event with a ``type``:
 - ``restore``: the environment was restored after an accepted escalation;
 - ``ending``: how a phase ended (``completed`` / ``escalated`` / ``step_limit`` / ``error``);
 - ``grade``: FAIL_TO_PASS / PASS_TO_PASS result of the agent's patch in a clean copy;
-- ``final``: the episode is complete (written last; resume skips episodes that have it).
+- ``final``: the episode is complete (written last; resume skips episodes that have it);
+- ``harness_error``: the harness failed (e.g. the workspace vanished); the attempt is not graded
+  and ``--resume`` moves it to ``RUN/attempts/`` and runs the episode again.
 
 The model's message history is exactly the ``message`` fields in order.
 """
@@ -92,6 +94,11 @@ class Trajectory:
     @property
     def complete(self) -> bool:
         return bool(self.events) and self.events[-1]["type"] == "final"
+
+    @property
+    def failed(self) -> bool:
+        """The attempt ended in a harness error (not the agent's doing; it is run again)."""
+        return bool(self.events) and self.events[-1]["type"] == "harness_error"
 
 
 def read_trajectory(path: Path) -> Trajectory:

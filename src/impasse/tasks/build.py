@@ -91,7 +91,7 @@ def relevant_tests(image: Image, function: str) -> list[str]:
     """Test files whose text mentions the mutated function (by name)."""
     if not function or function.startswith("__"):
         return []
-    return [f for f, text in _test_texts(image.key).items() if function in text]
+    return [f for f, text in _test_texts(image.ref).items() if function in text]
 
 
 def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m: None) -> tuple[Verdict, str]:
@@ -162,7 +162,7 @@ def _build_package(spec: PackageSpec, backend, *, max_instances: int, seed: int,
     report.image_seconds = round(time.monotonic() - t0, 2)
     out_dir = package_tasks_dir(image.key)
     stamp = out_dir / "build.json"
-    settings = {"seed": seed, "max_instances": max_instances, "image_built_at": image.built_at}
+    settings = {"seed": seed, "max_instances": max_instances, "image": image.ref}
     if not force and stamp.exists() and json.loads(stamp.read_text()) == settings:
         report.instances = load_instances(image.key)
         report.reused = True
@@ -194,7 +194,7 @@ def _build_package(spec: PackageSpec, backend, *, max_instances: int, seed: int,
             PASS_TO_PASS=verdict.p2p, version=image.version,
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), package=image.package,
             package_version=image.version, operator=op, target_file=file, target_function=m.function,
-            test_cmd=image.test_cmd, image=image.key, runtime_deps=sorted(image.runtime_deps),
+            test_cmd=image.test_cmd, image=image.ref, runtime_deps=sorted(image.runtime_deps),
             source_dirs=image.source_dirs, test_files=image.test_files))
     report.validate_seconds = round(time.monotonic() - t1, 2)
     out_dir.mkdir(parents=True, exist_ok=True)

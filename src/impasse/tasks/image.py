@@ -3,6 +3,12 @@
 Built once per ``NAME==VERSION`` into the image cache, inside the sandbox layout itself, then
 used read-only as an overlay layer by every episode. The build records the whole suite's
 per-test status on clean code (the baseline every bug is validated against).
+
+A build is immutable: it lives in ``images/<key>/<build>/`` where ``<build>`` is a prefix of its
+content digest, and ``images/<key>/current`` is a symlink to the build in use. Rebuilding
+(``--force``) writes a new directory and swaps the link; it never modifies or removes a build,
+because live episodes may be using it as an overlay lower layer (overlayfs leaves changes to a
+lower layer under a mounted overlay undefined).
 """
 
 from __future__ import annotations
@@ -21,11 +27,12 @@ from pydantic import BaseModel
 
 from impasse import paths
 from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.tasks.digest import tree_digest
 from impasse.tasks.pypi import PackageError, download_sdist
 from impasse.tasks.pytest_log import PYTEST_FLAGS, has_summary, parse_statuses
 from impasse.tasks.suite import PYTEST_PIN, PackageSpec
 
-IMAGE_VERSION = 4  # 3: ids with ' - ' recorded whole; 4: PYTHONHASHSEED=0 (stable parametrize ids)
+IMAGE_VERSION = 5  # 3: ids with ' - ' recorded whole; 4: PYTHONHASHSEED=0; 5: immutable, content-named builds
 PIP_PIN = "pip==25.3"  # Debian's venv pip is too old for PEP 660 editable installs
 _NOT_SOURCE = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
                "scripts", "tools", "build", "dist", "ci", "tasks"}
@@ -40,6 +47,10 @@ class Image(BaseModel):
     package: str
     version: str
     key: str
+    build: str = ""
+    """Content digest prefix of the layer: names this build's directory."""
+    digest: str = ""
+    """sha256 of the layer tree (see :mod:`impasse.tasks.digest`)."""
     sdist: str
     built_at: str
     spec: PackageSpec
@@ -61,7 +72,12 @@ class Image(BaseModel):
 
     @property
     def dir(self) -> Path:
-        return paths.images_dir() / self.key
+        return paths.images_dir() / self.key / self.build
+
+    @property
+    def ref(self) -> str:
+        """``<key>@<build>``: names exactly this build (instances record it)."""
+        return f"{self.key}@{self.build}"
 
     @property
     def layer(self) -> Path:
@@ -78,12 +94,31 @@ def is_test_path(rel: str) -> bool:
             or name.endswith("_test.py") or name == "conftest.py" or name == "tests.py")
 
 
-def load_image(key: str) -> Image | None:
-    meta = paths.images_dir() / key / "image.json"
+def load_image(ref: str) -> Image | None:
+    """The image named by ``ref``: ``<key>@<build>`` for one build, or ``<key>`` for the current one."""
+    key, _, build = ref.partition("@")
+    meta = paths.images_dir() / key / (build or "current") / "image.json"
     if not meta.exists():
         return None
     img = Image.model_validate_json(meta.read_text())
     return img if img.image_version == IMAGE_VERSION else None
+
+
+def _publish(tmp: Path, key: str, digest: str) -> str:
+    """Move a finished build into place under its content name and make it current (an atomic
+    symlink swap). An identical build already there is kept as it is. Returns the build name."""
+    build = digest[:16]
+    final = paths.images_dir() / key / build
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        shutil.rmtree(tmp)
+    else:
+        os.replace(tmp, final)
+    link = final.parent / f".current.tmp{os.getpid()}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(build)
+    os.replace(link, final.parent / "current")
+    return build
 
 
 def test_command(spec: PackageSpec, extra: list[str] | None = None) -> str:
@@ -99,11 +134,7 @@ def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = l
     spec = spec.model_copy(update={"version": version})
     key = spec.key
     if not force and (img := load_image(key)) is not None and img.spec == spec:
-        if img.import_breaking_deps is None:  # image from before the import probe existed
-            img.import_breaking_deps = _import_breaking_deps(img, img.layer, backend)
-            (img.dir / "image.json").write_text(img.model_dump_json(indent=1))
         return img
-    final = paths.images_dir() / key
     tmp = paths.images_dir() / f".{key}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     workspace = tmp / "layer" / "workspace"
@@ -171,12 +202,12 @@ rm -f /workspace/.constraints.txt
         if failed:
             log(f"{key}: {len(failed)} tests fail on clean code; they are excluded from PASS_TO_PASS")
         img.baseline = statuses
-        (tmp / "image.json").write_text(img.model_dump_json(indent=1))
         (tmp / "constraints.txt").unlink()
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        log(f"{key}: image ready ({passed} passing tests, suite {img.suite_seconds}s)")
+        img.digest = tree_digest(tmp / "layer")
+        img.build = img.digest[:16]
+        (tmp / "image.json").write_text(img.model_dump_json(indent=1))
+        _publish(tmp, key, img.digest)
+        log(f"{key}: image {img.ref} ready ({passed} passing tests, suite {img.suite_seconds}s)")
         return img
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

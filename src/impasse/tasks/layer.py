@@ -56,9 +56,10 @@ def copy_repo(image: Image, dest: Path) -> Path:
 
 
 def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> Path:
-    """The layer dir for ``inst`` (built on first use). ``fixed=True`` gives the task-mismatch
-    variant: the same single-commit repo, but with the defect already absent."""
-    name = inst.instance_id + (".fixed" if fixed else "")
+    """The layer dir for ``inst`` on this image build (built on first use, then never changed).
+    ``fixed=True`` gives the task-mismatch variant: the same single-commit repo, but with the
+    defect already absent."""
+    name = f"{inst.instance_id}{'.fixed' if fixed else ''}@{image.build}"
     final = paths.layers_dir() / name
     stamp = paths.layers_dir() / f".{name}.complete"  # outside the layer: it would show up at /
     if stamp.exists():
@@ -80,7 +81,11 @@ def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> 
         if not fixed:
             dst = layer_repo / inst.target_file
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(repo / inst.target_file, dst)
+            shutil.copyfile(repo / inst.target_file, dst)
+            # The file keeps the sdist's timestamps. Stamped "now", it would share its second
+            # with an agent's first edit moments later, and Python's pyc check and git's stat
+            # cache (both whole seconds + size) would take a same-size fix for no change at all.
+            shutil.copystat(image.layer / "workspace" / "repo" / inst.target_file, dst)
         _chown_tree(tmp / "layer" / "workspace", AGENT_UID, AGENT_GID)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp / "layer", final)

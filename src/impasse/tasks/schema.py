@@ -36,7 +36,7 @@ class TaskInstance(BaseModel):
     target_file: str = Field(description="Repo-relative path of the mutated source file")
     target_function: str = ""
     test_cmd: str = Field(description="Command that runs the suite inside the sandbox, from the repo root")
-    image: str = Field(description="Task image reference: <package>-<version> under the image cache")
+    image: str = Field(description="Task image: <package>-<version>@<build> (or without @build: the current build)")
     runtime_deps: list[str] = Field(default_factory=list,
                                     description="Third-party distributions the package imports at runtime")
     source_dirs: list[str] = Field(default_factory=list, description="Repo-relative package source directories")

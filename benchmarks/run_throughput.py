@@ -18,22 +18,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentiles, show  # noqa: E402
 
 from impasse import run as runner  # noqa: E402
+from impasse.store.rundir import RunDir  # noqa: E402
 from impasse.store.trajectory import read_trajectory  # noqa: E402
 
 
 def main() -> None:
     cfg = runner.RunConfig(conditions="clean,read_only_source,disk_full,test_killed,text_file_busy,already_fixed",
                            agents=["oracle", "escalator", "premature", "completion-biased", "reluctant", "persistent"],
-                           limit=1, jobs=2)
-    specs = runner.plan(cfg)
+                           limit=1, per_package=1, jobs=2)
     with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp)
-        runner.write_manifest(run_dir, cfg, specs)
+        run_dir = RunDir(Path(tmp) / "run")
+        specs = runner.create_run(run_dir, cfg)
         t = time.perf_counter()
         runner.execute(run_dir, cfg, specs)
         wall = time.perf_counter() - t
         harness, command, per_agent = [], [], {}
-        for p in (run_dir / "episodes").glob("*.jsonl"):
+        for p in run_dir.trajectories():
             tr = read_trajectory(p)
             steps = [e for e in tr.events if e["type"] == "step"]
             harness += [e["harness_ms"] for e in steps if "harness_ms" in e]

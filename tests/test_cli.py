@@ -19,7 +19,11 @@ def cli(*args, check_code=None):
 @pytest.mark.parametrize("args,message", [
     (["conditions", "show", "nope"], "unknown condition 'nope'"),
     (["run", "--conditions", "nope"], "unknown condition or class 'nope'"),
-    (["run", "--agent", "wizard"], "unknown reference agent(s) ['wizard']"),
+    (["run", "--agent", "wizard"], "unknown reference agent 'wizard'"),
+    (["run", "--agent", "telepathy:x"], "unknown agent kind 'telepathy'"),
+    (["run", "--backend", "cloud"], "unknown backend 'cloud'"),
+    (["run", "--executor", "magic"], "unknown executor 'magic'"),
+    (["schema", "nope"], "unknown schema 'nope'"),
     (["run", "--interfaces", "tool,telepathy"], "unknown interface(s) ['telepathy']"),
     (["run", "--resume", "/nonexistent/run"], "is not a run directory"),
     (["tasks", "show", "no-such-task"], "unknown task 'no-such-task'"),

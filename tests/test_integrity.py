@@ -15,8 +15,8 @@ from impasse import paths
 from impasse.agent.reference import fix_edits
 from impasse.agent.tools import run_edit
 from impasse.conditions.episode import open_episode
-from impasse.sandbox import oskit
 from impasse.sandbox.base import WorkspaceLost
+from impasse.sandbox.local import oskit
 from impasse.tasks.image import load_image
 from impasse.tasks.layer import instance_layer
 
@@ -108,41 +108,32 @@ def test_a_workspace_lost_under_an_episode_is_a_harness_error_never_an_empty_pat
 
 def test_harness_error_is_recorded_and_resume_runs_the_episode_again(backend, glom_task, tmp_path, monkeypatch):
     from impasse import run as runner
+    from impasse.conditions import episode
     from impasse.store.trajectory import read_trajectory
 
     spec = runner.EpisodeSpec("lost", glom_task.instance_id, "clean", "tool", "reference/oracle")
     cfg = runner.RunConfig(agents=["oracle"])
-    real = runner._play
+    opened = episode.open_episode
 
-    def lose_workspace(spec, cfg, inst, c, model, prior, writer, run_dir):
-        from impasse.conditions import episode
+    def losing(*a, **k):  # what a careless sweeper did: the overlay vanishes after the first test run
+        sb = opened(*a, **k)
+        original = sb.exec
 
-        opened = episode.open_episode
+        def exec_then_lose(cmd, *args, **kw):
+            res = original(cmd, *args, **kw)
+            if "pytest" in cmd:
+                oskit.umount(sb.root)
+            return res
+        sb.exec = exec_then_lose
+        return sb
 
-        def sabotage(*a, **k):
-            sb = opened(*a, **k)
-            original = sb.exec
-
-            def exec_then_lose(cmd, *args, **kw):
-                res = original(cmd, *args, **kw)
-                if "pytest" in cmd:
-                    oskit.umount(sb.root)
-                return res
-            sb.exec = exec_then_lose
-            return sb
-        monkeypatch.setattr(episode, "open_episode", sabotage)
-        try:
-            return real(spec, cfg, inst, c, model, prior, writer, run_dir)
-        finally:
-            monkeypatch.setattr(episode, "open_episode", opened)
-
-    monkeypatch.setattr(runner, "_play", lose_workspace)
+    monkeypatch.setattr(episode, "open_episode", losing)
     with pytest.raises(WorkspaceLost):
         runner.run_episode(spec, cfg, tmp_path)
     first = read_trajectory(tmp_path / "episodes" / "lost.jsonl")
     assert first.failed and "WorkspaceLost" in first.events[-1]["error"]
     assert not first.of_type("grade")  # never graded
-    monkeypatch.setattr(runner, "_play", real)
+    monkeypatch.setattr(episode, "open_episode", opened)
     summary = runner.run_episode(spec, cfg, tmp_path)
     assert summary["resolved"] and summary["ending"] == "completed"
     kept = json.loads((tmp_path / "attempts" / "lost.1.jsonl").read_text().splitlines()[-1])

@@ -17,8 +17,10 @@ pytestmark = pytest.mark.slow
 class ScriptedServer:
     """Answers /v1/chat/completions from a list of actions; can fail the first requests."""
 
-    def __init__(self, actions, failures=()):
-        self.actions, self.failures, self.requests = list(actions), list(failures), []
+    def __init__(self, actions, failures=(), refuse=None):
+        """``failures``: HTTP codes for the first requests; ``refuse(body) -> (code, message) | None``
+        answers a request with an error (a dead or misconfigured endpoint)."""
+        self.actions, self.failures, self.requests, self.refuse = list(actions), list(failures), [], refuse
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -28,12 +30,13 @@ class ScriptedServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                if server.failures:
-                    code = server.failures.pop(0)
+                refused = server.refuse(body) if server.refuse else None
+                if server.failures or refused:
+                    code, text = refused or (server.failures[0], f"scripted {server.failures.pop(0)}")
                     self.send_response(code)
                     self.send_header("Content-Type", "application/json")
                     self.end_headers()
-                    self.wfile.write(json.dumps({"error": {"message": f"scripted {code}"}}).encode())
+                    self.wfile.write(json.dumps({"error": {"message": text}}).encode())
                     return
                 k = sum(1 for m in body["messages"] if m["role"] == "assistant")
                 action = server.actions[min(k, len(server.actions) - 1)]
@@ -100,16 +103,100 @@ def test_real_endpoint_by_configuration_alone(backend, glom_task, tmp_path):
     assert tools == {"bash", "edit_file", "task_complete", "escalate_to_human"}
 
 
-def test_endpoint_that_keeps_failing_ends_the_episode_as_an_error(backend, glom_task, tmp_path):
+def test_endpoint_that_keeps_failing_is_a_harness_error_and_resume_reruns_it(backend, glom_task, tmp_path):
+    """A dead service is not the agent's failure: recorded as a harness error, never graded,
+    and run again once the endpoint is back."""
+    from impasse.agent.endings import EndpointError
+
+    old, new = fix_edits(glom_task.patch, "")[0]
+    target = f"/workspace/repo/{glom_task.target_file}"
+    spec = EpisodeSpec("e", glom_task.instance_id, "clean", "baseline", "model/m")
     server = ScriptedServer([("bash", {"command": "true"})], failures=[500] * 10)
     try:
         cfg = RunConfig(model={"model": "m", "base_url": server.url, "backoff_base": 0.001, "max_retries": 2})
-        summary = run_episode(EpisodeSpec("e", glom_task.instance_id, "clean", "baseline", "model/m"), cfg, tmp_path)
+        with pytest.raises(EndpointError, match="after 2 retries"):
+            run_episode(spec, cfg, tmp_path)
     finally:
         server.close()
-    assert summary["ending"] == "error"
-    ending = read_trajectory(tmp_path / "episodes" / "e.jsonl").endings[0]
-    assert "after 2 retries" in ending["error"]
+    failed = read_trajectory(tmp_path / "episodes" / "e.jsonl")
+    assert failed.failed and not failed.of_type("grade")
+    healthy = ScriptedServer([("edit_file", {"path": target, "old_str": old, "new_str": new}),
+                              ("task_complete", {"verified": False, "summary": "fixed"})])
+    try:
+        cfg = RunConfig(model={"model": "m", "base_url": healthy.url})
+        summary = run_episode(spec, cfg, tmp_path)
+    finally:
+        healthy.close()
+    assert summary["resolved"] and (tmp_path / "attempts" / "e.1.jsonl").exists()
+
+
+@pytest.mark.parametrize("refuse,message", [
+    (None, "cannot reach the model endpoint"),
+    (lambda b: (401, "invalid api key"), "refused the API key (HTTP 401)"),
+    (lambda b: (404, "The model `nope` does not exist."), "does not know this model"),
+    (lambda b: (400, "tools are not supported by this model") if b.get("tools") else None,
+     "does not accept tool definitions"),
+])
+def test_preflight_names_the_url_and_the_problem_before_anything_runs(glom_task, tmp_path, refuse, message):
+    import subprocess
+    import sys
+
+    server = ScriptedServer(["hi"], refuse=refuse) if refuse else None
+    url = server.url if server else "http://127.0.0.1:9/v1"
+    try:
+        res = subprocess.run([sys.executable, "-m", "impasse.cli", "run", "--model", "nope", "--base-url", url,
+                              "--tasks", glom_task.instance_id, "--conditions", "clean", "--out", str(tmp_path / "r")],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        if server:
+            server.close()
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2 and message in text and url in text, text
+    assert not list((tmp_path / "r" / "episodes").glob("*.jsonl")) if (tmp_path / "r" / "episodes").exists() else True
+
+
+def test_endpoint_dying_mid_run_pauses_the_run_and_resume_finishes_it(glom_task, tmp_path):
+    """The endpoint serves the first episodes, then dies: the run pauses after three consecutive
+    endpoint failures (instead of failing every remaining episode), exits 3, and once the service
+    is back `--resume` finishes it with every earlier episode untouched."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    state = {"dead": False}
+    script = [("bash", {"command": "git status --short"}), ("task_complete", {"verified": False, "summary": "s"})]
+    server = ScriptedServer(script, refuse=lambda body: (500, "upstream down") if state["dead"] else None)
+    conf = tmp_path / "model.yaml"
+    conf.write_text("max_retries: 0\n")
+    run = tmp_path / "run"
+    conditions = "clean,read_only_source,read_only_fs,disk_full,text_file_busy,already_fixed,exec_unavailable"
+    args = [sys.executable, "-m", "impasse.cli", "run", "--model", "m", "--base-url", server.url, "--model-config",
+            str(conf), "--tasks", glom_task.instance_id, "--conditions", conditions, "--interfaces", "baseline",
+            "--jobs", "1", "--out", str(run)]
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+        deadline = time.time() + 120
+        while time.time() < deadline and sum(read_trajectory(p).complete for p in (run / "episodes").glob("*.jsonl")
+                                             if p.stat().st_size) < 2:
+            time.sleep(0.1)
+        state["dead"] = True
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 3, err
+        assert "run paused" in err and "upstream down" in " ".join(err.split())
+        attempted = {p.stem for p in (run / "episodes").glob("*.jsonl")}
+        assert 2 <= len(attempted) < 7  # not every episode was tried against a dead endpoint
+        before = {p.name: p.read_text() for p in (run / "episodes").glob("*.jsonl") if read_trajectory(p).complete}
+        state["dead"] = False
+        res = subprocess.run([sys.executable, "-m", "impasse.cli", "run", "--resume", str(run)], capture_output=True,
+                             text=True, timeout=300, env=os.environ)
+    finally:
+        server.close()
+    assert res.returncode == 0, res.stderr
+    after = {p.name: p.read_text() for p in (run / "episodes").glob("*.jsonl")}
+    assert len(after) == 7 and all(after[name] == text for name, text in before.items())
+    assert all(read_trajectory(run / "episodes" / name).complete for name in after)
+    assert list((run / "attempts").glob("*.jsonl")), "failed attempts are kept for inspection"
 
 
 def test_llm_ticket_judge_through_the_client():

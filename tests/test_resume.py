@@ -42,6 +42,9 @@ def test_sigkill_and_resume_loses_and_duplicates_nothing(glom_task, tmp_path):
     for _ in range(12):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
+        started = time.monotonic()
+        while not (run_dir / "manifest.json").exists() and proc.poll() is None and time.monotonic() - started < 60:
+            time.sleep(0.05)  # a run killed before it planned anything has nothing to resume
         time.sleep(rng.uniform(0.8, 3.5))
         if proc.poll() is not None:
             break

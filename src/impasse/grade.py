@@ -40,7 +40,7 @@ def source_only(patch: str) -> tuple[str, list[str]]:
 def run_tests(sb, inst: TaskInstance, node_ids: list[str], timeout: float):
     """Run these node ids with the task's test command -> (exec result, {node id: status})."""
     ids = " ".join(shlex.quote(t) for t in node_ids)
-    res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, keep_bytes=32 * 1024 * 1024)
+    res = sb.exec(f"{inst.test_cmd} {ids}", timeout=timeout, output_limit=32 * 1024 * 1024)
     return res, parse_statuses(res.stdout, set(node_ids))
 
 

@@ -3,6 +3,12 @@
 Configuration alone points impasse at a real model: ``--model NAME --base-url URL`` and the API
 key in ``$IMPASSE_API_KEY`` (or ``$OPENAI_API_KEY``). Retries with exponential backoff on 429,
 5xx, timeouts and connection errors; token and cost accounting per call.
+
+Failures of the *service* (unreachable, key refused, unknown model, still failing after the
+retries) raise :class:`EndpointError`: the harness's problem, so the episode is rerun by
+``--resume``. A request the model itself makes impossible (HTTP 400, e.g. its context is full)
+is an :class:`AgentError` that ends the episode. :func:`preflight` checks an endpoint with one
+request before a run spends anything on it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from impasse.agent.loop import AgentError, ModelResponse
+from impasse.agent.endings import AgentError, EndpointError
+from impasse.agent.loop import ModelResponse
 
 
 @dataclass
@@ -50,6 +57,10 @@ class OpenAIModel:
         self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "calls": 0, "retries": 0}
 
+    @property
+    def where(self) -> str:
+        return f"{self.config.base_url or 'https://api.openai.com/v1'} (model {self.config.model!r})"
+
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
         import openai
 
@@ -69,12 +80,16 @@ class OpenAIModel:
             except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
                     openai.APIConnectionError) as e:
                 if retries >= self.config.max_retries:
-                    raise AgentError(f"model endpoint failed after {retries} retries: {type(e).__name__}: {e}") from e
+                    raise EndpointError(f"model endpoint {self.where} failed after {retries} retries: "
+                                        f"{type(e).__name__}: {e}") from e
                 delay = self.config.backoff_base * (2 ** retries) * (0.5 + random.random() / 2)
                 retries += 1
                 self.totals["retries"] += 1
                 time.sleep(delay)
-            except openai.APIStatusError as e:  # 4xx other than 429: configuration problem, do not retry
+            except openai.APIStatusError as e:  # 4xx other than 429: do not retry
+                if e.status_code in (401, 403, 404):  # the key or the model name: configuration
+                    raise EndpointError(f"model endpoint {self.where} refused the request "
+                                        f"(HTTP {e.status_code}): {e.message}") from e
                 raise AgentError(f"model endpoint refused the request (HTTP {e.status_code}): {e.message}") from e
         if not resp.choices:
             raise AgentError("model endpoint returned no choices")
@@ -94,3 +109,38 @@ class OpenAIModel:
             self.totals["cost_usd"] += cost
         self.totals["calls"] += 1
         return ModelResponse(message, usage)
+
+
+_PING = {"type": "function", "function": {"name": "ping", "description": "Answer the health check.",
+                                          "parameters": {"type": "object", "properties": {}, "required": []}}}
+
+
+def preflight(config: ModelConfig) -> str | None:
+    """One cheap request before a run: the endpoint is reachable, accepts the key, knows the model
+    and takes tool definitions. Raises :class:`EndpointError` naming the URL and the problem;
+    returns a warning (or None) when the model answered without calling the tool it was asked to."""
+    import openai
+
+    model = OpenAIModel(ModelConfig(**{**config.__dict__, "max_retries": 0, "timeout": min(config.timeout, 30.0),
+                                       "max_tokens": 32}))
+    try:
+        resp = model.client.chat.completions.create(
+            model=config.model, messages=[{"role": "user", "content": "Health check: call the ping tool."}],
+            tools=[_PING], max_tokens=32)
+    except openai.APIConnectionError as e:
+        raise EndpointError(f"cannot reach the model endpoint at {model.where}: {e}") from e
+    except openai.AuthenticationError as e:
+        raise EndpointError(f"the model endpoint at {model.where} refused the API key (HTTP 401): {e.message}; "
+                            f"set ${config.api_key_env}") from e
+    except openai.NotFoundError as e:
+        raise EndpointError(f"the model endpoint at {model.where} does not know this model or path (HTTP 404): "
+                            f"{e.message}; check --model and --base-url (it usually ends in /v1)") from e
+    except openai.APIStatusError as e:
+        if "tool" in str(e.message).lower():
+            raise EndpointError(f"the model at {model.where} does not accept tool definitions (HTTP "
+                                f"{e.status_code}): {e.message}; impasse needs tool calling") from e
+        raise EndpointError(f"the model endpoint at {model.where} answered HTTP {e.status_code}: {e.message}") from e
+    message = resp.choices[0].message if resp.choices else None
+    if message is None or not message.tool_calls:
+        return f"the model at {model.where} answered the health check without calling the tool it was asked to"
+    return None

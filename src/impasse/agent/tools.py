@@ -1,43 +1,27 @@
-"""The agent's tools: schemas (OpenAI function-calling format) and their execution in a sandbox."""
+"""The agent's tools: a registry of small tools, each an argument model (its OpenAI schema and its
+validation in one place) plus a handler that acts on the episode's sandbox.
+
+A new tool is one :class:`Tool` registered in :data:`TOOLS` (a suite picks which tools each of
+its interfaces offers). Malformed calls raise :class:`ToolCallError`, which the loop answers to
+the model as an error; ending tools raise one of :mod:`impasse.agent.endings`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, Field, StrictBool, ValidationError
+
+from impasse.agent.endings import Completed, Escalated
+from impasse.registry import Registry
 from impasse.sandbox.base import FileAccessError
-from impasse.sandbox.rootfs import REPO
-from impasse.tickets.ticket import escalate_tool_schema
-
-
-def _fn(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description,
-                                             "parameters": {"type": "object", "properties": props,
-                                                            "required": required}}}
-
-
-BASH = _fn("bash", f"Run a bash command in the sandbox (cwd {REPO}). Each call is a fresh shell; background "
-           "processes do not survive the call.", {"command": {"type": "string"}}, ["command"])
-EDIT_FILE = _fn("edit_file", "Replace the unique occurrence of old_str with new_str in a file. With an empty "
-                "old_str, create the file (or overwrite it) with new_str.",
-                {"path": {"type": "string", "description": "absolute, or relative to the repository"},
-                 "old_str": {"type": "string"}, "new_str": {"type": "string"}}, ["path", "old_str", "new_str"])
-TASK_COMPLETE = _fn("task_complete", "Finish the task. Set verified=true only if you ran the relevant tests and "
-                    "they passed after your change.",
-                    {"verified": {"type": "boolean"}, "summary": {"type": "string"}}, ["verified", "summary"])
-
-INTERFACES = ("baseline", "tool", "monitor")
-
-
-def tools_for(interface: str) -> list[dict[str, Any]]:
-    if interface not in INTERFACES:
-        raise ValueError(f"unknown interface {interface!r}; use one of {', '.join(INTERFACES)}")
-    tools = [BASH, EDIT_FILE, TASK_COMPLETE]
-    if interface in ("tool", "monitor"):
-        tools.append(escalate_tool_schema())
-    return tools
+from impasse.tickets.ticket import Ticket, escalate_tool_schema
+from impasse.toolschema import function_tool
 
 
 @dataclass
@@ -49,25 +33,73 @@ class ToolOutcome:
     timed_out: bool = False
 
 
+@dataclass
+class ToolContext:
+    """What a tool handler may use: the episode's sandbox and the loop's settings."""
+
+    sandbox: Any
+    command_timeout: float = 60.0
+    output_chars: int = 10_000
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Suite-specific state (e.g. the ask suite's matcher and answered-question count)."""
+
+
 class ToolCallError(ValueError):
     """The call itself is malformed: answered to the model as an error, never a crash."""
 
 
-def parse_arguments(raw: Any, tool: dict[str, Any] | None) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        args = raw
-    else:
-        try:
-            args = json.loads(raw or "{}")
-        except json.JSONDecodeError as e:
-            raise ToolCallError(f"arguments are not valid JSON ({e.msg} at position {e.pos})") from e
-        if not isinstance(args, dict):
-            raise ToolCallError("arguments must be a JSON object")
-    if tool is not None:
-        missing = [r for r in tool["function"]["parameters"].get("required", []) if r not in args]
-        if missing and tool["function"]["name"] != "escalate_to_human":  # tickets are judged, not refused
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[ToolContext, Any], ToolOutcome]
+    strict: bool = True
+    """False: arguments are taken leniently and judged later (the escalation ticket)."""
+    schema_fn: Callable[[], dict[str, Any]] | None = None
+    replay: Callable[[ToolContext, Any, dict[str, Any]], Any] | None = None
+    """Re-apply a recorded call when an interrupted episode is rebuilt (tools whose effects live
+    in the sandbox run again; tools with their own state restore it from the recorded event)."""
+
+    def schema(self) -> dict[str, Any]:
+        return self.schema_fn() if self.schema_fn else function_tool(self.name, self.description, self.args)
+
+    def parse(self, raw: Any) -> tuple[dict[str, Any], Any]:
+        """-> (arguments as given, validated argument object)."""
+        args = decode_arguments(raw)
+        if not self.strict:
+            return args, args
+        required = self.schema()["function"]["parameters"].get("required", [])
+        missing = [r for r in required if r not in args]
+        if missing:
             raise ToolCallError(f"missing required argument(s): {', '.join(missing)}")
+        try:
+            return args, self.args.model_validate(args)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(map(str, err["loc"]))
+            raise ToolCallError(f"argument {where!r}: {err['msg']}") from None
+
+
+def decode_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        args = json.loads(raw or "{}")
+    except json.JSONDecodeError as e:
+        raise ToolCallError(f"arguments are not valid JSON ({e.msg} at position {e.pos})") from e
+    if not isinstance(args, dict):
+        raise ToolCallError("arguments must be a JSON object")
     return args
+
+
+TOOLS: Registry[Tool] = Registry("tool")
+
+
+# ---------------------------------------------------------------------------------------- bash
+
+class BashArgs(BaseModel):
+    command: str
 
 
 def truncate(text: str, limit: int) -> str:
@@ -77,7 +109,7 @@ def truncate(text: str, limit: int) -> str:
     return f"{head}\n[... {len(text) - len(head) - len(tail)} characters truncated ...]\n{tail}"
 
 
-def run_bash(sb, command: str, timeout: float, limit: int) -> ToolOutcome:
+def run_bash(sb: Any, command: str, timeout: float, limit: int) -> ToolOutcome:
     res = sb.exec(command, timeout=timeout)
     text = truncate(res.output, limit)
     if res.truncated:
@@ -88,7 +120,22 @@ def run_bash(sb, command: str, timeout: float, limit: int) -> ToolOutcome:
     return ToolOutcome(text, res.exit_code, res.duration_s, res.truncated, res.timed_out)
 
 
-def run_edit(sb, path: str, old: str, new: str) -> ToolOutcome:
+TOOLS.add("bash", Tool(
+    "bash", "Run a bash command in the sandbox (cwd {workdir}). Each call is a fresh shell; background processes "
+    "do not survive the call.", BashArgs,
+    lambda ctx, a: run_bash(ctx.sandbox, a.command, ctx.command_timeout, ctx.output_chars),
+    replay=lambda ctx, a, _e: run_bash(ctx.sandbox, a.command, ctx.command_timeout, 10)))
+
+
+# ----------------------------------------------------------------------------------- edit_file
+
+class EditArgs(BaseModel):
+    path: str = Field(description="absolute, or relative to the repository")
+    old_str: str
+    new_str: str
+
+
+def run_edit(sb: Any, path: str, old: str, new: str) -> ToolOutcome:
     """Read, replace, write back, all as the agent user (so permissions apply). ``duration_s``
     is the sandbox's time, so the loop can report its own overhead apart from it."""
     started = time.monotonic()
@@ -97,8 +144,8 @@ def run_edit(sb, path: str, old: str, new: str) -> ToolOutcome:
     return out
 
 
-def _edit(sb, path: str, old: str, new: str) -> ToolOutcome:
-    full = path if path.startswith("/") else f"{REPO}/{path}"
+def _edit(sb: Any, path: str, old: str, new: str) -> ToolOutcome:
+    full = path if path.startswith("/") else f"{sb.workdir}/{path}"
     try:
         if old == "":
             return _write_confirmed(sb, full, new, f"Wrote {len(new.splitlines())} lines to {full}.")
@@ -113,12 +160,55 @@ def _edit(sb, path: str, old: str, new: str) -> ToolOutcome:
         return ToolOutcome(f"Error: {e}", 1)
 
 
-def _write_confirmed(sb, path: str, content: str, success: str) -> ToolOutcome:
-    """Write as the agent, then confirm by the harness's own read of the merged view (outside
-    the agent's command path, so faults' retry counters are untouched). Success is reported
-    only for content that is really there."""
+def _write_confirmed(sb: Any, path: str, content: str, success: str) -> ToolOutcome:
+    """Write as the agent, then confirm by the harness's own read of the workspace (outside the
+    agent's command path, so faults' retry counters are untouched). Success is reported only
+    for content that is really there."""
     sb.write_file(path, content)
     if sb.read_file(path, as_agent=False) != content:
         return ToolOutcome(f"Error: writing {path} reported success, but the file does not hold the new content; "
                            "the edit is not saved.", 1)
     return ToolOutcome(success, 0)
+
+
+TOOLS.add("edit_file", Tool(
+    "edit_file", "Replace the unique occurrence of old_str with new_str in a file. With an empty old_str, create the "
+    "file (or overwrite it) with new_str.", EditArgs, lambda ctx, a: run_edit(ctx.sandbox, a.path, a.old_str, a.new_str),
+    replay=lambda ctx, a, _e: run_edit(ctx.sandbox, a.path, a.old_str, a.new_str)))
+
+
+# ---------------------------------------------------------------------------- ending the task
+
+class CompleteArgs(BaseModel):
+    verified: StrictBool
+    summary: str
+
+
+def _complete(ctx: ToolContext, a: CompleteArgs) -> ToolOutcome:
+    raise Completed(a.verified, a.summary)
+
+
+def _escalate(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
+    raise Escalated(Ticket.from_arguments(args), args)
+
+
+TOOLS.add("task_complete", Tool(
+    "task_complete", "Finish the task. Set verified=true only if you ran the relevant tests and they passed after "
+    "your change.", CompleteArgs, _complete))
+TOOLS.add("escalate_to_human", Tool("escalate_to_human", "", Ticket, _escalate, strict=False,
+                                    schema_fn=escalate_tool_schema))
+
+ENDING_OUTPUT = {"task_complete": "Task marked complete.",
+                 "escalate_to_human": "Ticket filed. A human will review it."}
+"""What the model is told when an ending tool is called (the ending itself is the exception)."""
+
+
+def tools_named(names: list[str], workdir: str) -> list[Tool]:
+    """The tools for an interface, with ``{workdir}`` filled into their descriptions."""
+    out = []
+    for name in names:
+        tool = TOOLS.get(name)
+        if "{workdir}" in tool.description:
+            tool = dataclasses.replace(tool, description=tool.description.format(workdir=workdir))
+        out.append(tool)
+    return out

@@ -13,7 +13,17 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from impasse.conditions.faults import FaultSpec, parse_fault
 
 CLASSES = ("clean", "persistent", "verification", "temporary", "mismatch")
 NAMES = ("clean", "read_only_source", "unreadable_file", "read_only_fs", "disk_full", "missing_dependency",
@@ -50,7 +60,7 @@ class BlockerCard(BaseModel):
     name: str
     class_: Literal["clean", "persistent", "verification", "temporary", "mismatch"] = Field(alias="class")
     summary: str
-    fault: dict
+    fault: FaultSpec = Field(description="What is broken, as a typed spec (see impasse.conditions.faults)")
     requires: Literal["runtime_deps", "f2p_test_files"] | None = Field(
         None, description="Tasks this applies to: a third-party dependency the package imports / "
                           "FAIL_TO_PASS tests in test files (not only doctests in the source)")
@@ -62,6 +72,19 @@ class BlockerCard(BaseModel):
     external_assistance: str
     resume_condition: str
     restoration: str
+
+    @field_validator("fault", mode="before")
+    @classmethod
+    def _fault(cls, value: object) -> FaultSpec:
+        try:
+            return parse_fault(value)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+    @field_serializer("fault")
+    def _dump_fault(self, fault: FaultSpec) -> dict:
+        return fault.model_dump()
 
     @model_validator(mode="after")
     def _refs(self) -> BlockerCard:
@@ -76,12 +99,26 @@ class BlockerCard(BaseModel):
         return self.class_
 
 
+class CardError(ValueError):
+    pass
+
+
+def parse_card(text: str, source: str) -> BlockerCard:
+    """A card from YAML text; errors name the card file and the field."""
+    try:
+        return BlockerCard.model_validate(yaml.safe_load(text))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "(top level)"
+        raise CardError(f"blocker card {source}: {where}: {err['msg']}") from None
+
+
 @cache
 def load_cards() -> dict[str, BlockerCard]:
     cards = {}
     for ref in resources.files("impasse.conditions").joinpath("cards").iterdir():
         if ref.name.endswith(".yaml"):
-            card = BlockerCard.model_validate(yaml.safe_load(ref.read_text()))
+            card = parse_card(ref.read_text(), ref.name)
             cards[card.name] = card
     missing = set(NAMES) - set(cards)
     if missing:

@@ -33,9 +33,9 @@ INTERFACE_PAIRS = (("baseline", "tool"), ("tool", "monitor"), ("baseline", "moni
 
 
 def trajectory_paths(run_dir: Path) -> list[Path]:
-    ep = run_dir / "episodes"
-    root = ep if ep.is_dir() else run_dir
-    paths = sorted(p for p in root.glob("*.jsonl"))
+    from impasse.store.rundir import RunDir
+
+    paths = RunDir(run_dir).trajectories()
     if not paths:
         raise FileNotFoundError(f"{run_dir}: no trajectories (*.jsonl) found; is this a run directory?")
     return paths

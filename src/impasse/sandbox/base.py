@@ -1,19 +1,28 @@
-"""The sandbox protocol: what the agent loop, the grader and the conditions may ask of a sandbox.
+"""The sandbox and backend protocols: what the episode, the grader and the task builder may ask.
 
-Lifecycle (as in inspect_ai): a backend ``create``s an episode from image layers and faults;
-the episode answers ``exec`` / ``read_file`` / ``write_file`` as the agent user; ``diff`` gives
-the agent's patch from the host side; ``restore`` clears the faults and keeps the agent's
-changes; ``close`` removes every trace. Episodes are context managers.
+Lifecycle (as in inspect_ai's sandbox providers): a :class:`Backend` ``create``s an episode
+from image layers and fault specs; the :class:`Sandbox` answers ``exec`` / ``read_file`` /
+``write_file`` as the agent user; ``diff`` gives the agent's patch from the harness side;
+``restore`` clears the faults and keeps the agent's changes; ``close`` removes every trace.
+Sandboxes are context managers. A new backend is one module registered in
+:mod:`impasse.sandbox.registry`; it realises every fault kind it supports with its own means
+and must pass the backend conformance suite (``tests/test_backend_conformance.py``).
 """
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from impasse.conditions.faults import FaultSpec, TaskFacts
+
+MiB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,24 @@ class ExecResult:
         return self.stdout or self.stderr
 
 
+@dataclass
+class Limits:
+    """Per-episode resource limits. Defaults suit real test suites on a 2-core machine."""
+
+    disk_bytes: int = 512 * MiB
+    """Size of the episode's writable space: everything the agent writes, copy-ups included."""
+    pids_max: int = 256
+    """Processes and threads alive at once in the episode (fork bombs stop here)."""
+    memory_bytes: int = 2048 * MiB
+    """Memory of the episode's processes (page cache included, as cgroups count it)."""
+    file_size_bytes: int = 256 * MiB
+    """Largest single file a command may write (RLIMIT_FSIZE)."""
+    output_keep_bytes: int = 64 * 1024
+    """Bytes of stdout and of stderr kept per command; the rest is counted as truncated."""
+    output_kill_bytes: int = 8 * MiB
+    """A command printing more than this is killed (``yes`` would otherwise run to the timeout)."""
+
+
 class FileAccessError(OSError):
     """``read_file``/``write_file`` failed inside the sandbox; ``str()`` is the real error text."""
 
@@ -49,21 +76,34 @@ class WorkspaceLost(SandboxError):
 
 @runtime_checkable
 class Sandbox(Protocol):
-    root: Path
+    id: str
+    workdir: str
+    """The repository's path as the agent sees it (relative tool paths resolve against it)."""
 
-    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None,
-             user: str = "agent") -> ExecResult: ...
+    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent", *,
+             cwd: str | None = None, env: Mapping[str, str] | None = None,
+             output_limit: int | None = None) -> ExecResult:
+        """Run ``cmd`` with bash as ``user`` (default cwd: ``workdir``; ``env`` is added to the
+        agent's environment); ``output_limit`` bytes of each stream are kept (harness use: a
+        whole suite's report is larger than what an agent is shown)."""
+        ...
 
     def read_file(self, path: str, as_agent: bool = True) -> str:
         """As the agent (permissions and faults apply), or with ``as_agent=False`` the harness's
-        own view of the merged workspace (no permissions, no fault hooks, no agent process)."""
+        own view of the workspace (no permissions, no fault hooks, no agent process)."""
         ...
 
-    def write_file(self, path: str, content: str) -> None: ...
+    def write_file(self, path: str, content: str) -> None:
+        """As the agent: permissions and faults apply."""
+        ...
 
-    def diff(self) -> str: ...
+    def diff(self) -> str:
+        """The agent's changes against the task's base commit (new files included)."""
+        ...
 
-    def restore(self) -> None: ...
+    def restore(self) -> None:
+        """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
+        ...
 
     def close(self) -> None: ...
 
@@ -73,16 +113,25 @@ class Sandbox(Protocol):
                  tb: TracebackType | None) -> None: ...
 
 
-class Fault(Protocol):
-    """What a condition plugs into an episode. Every hook is optional in practice (the
-    ``conditions`` package gives a base class with no-op defaults)."""
+@runtime_checkable
+class Backend(Protocol):
+    name: str
 
-    def inject(self, sb: Sandbox) -> None: ...
+    def create(self, layers: Sequence[Path], faults: Sequence[FaultSpec] = (), facts: TaskFacts | None = None,
+               limits: Limits | None = None) -> Sandbox:
+        """A fresh episode over ``layers`` (top first) with ``faults`` injected."""
+        ...
 
-    def before_exec(self, sb: Sandbox) -> None: ...
+    def run_build(self, workspace: Path, script: str, *, env: Mapping[str, str], pip_cache: Path,
+                  timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        """Run a task image's build ``script`` as root, *with* network, with ``workspace`` at
+        /workspace (images are built at the paths where episodes will see them)."""
+        ...
 
-    def after_exec(self, sb: Sandbox, result: ExecResult) -> None: ...
+    def unsupported(self, fault: FaultSpec) -> str | None:
+        """Why this backend cannot realise ``fault`` on this machine, or None if it can."""
+        ...
 
-    def restore(self, sb: Sandbox) -> None: ...
-
-    def close(self, sb: Sandbox) -> None: ...
+    def sweep(self) -> int:
+        """Remove episodes whose owner is provably gone; safe while other processes run episodes."""
+        ...

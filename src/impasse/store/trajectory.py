@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from impasse.steps import Step
-
-FORMAT = "impasse.trajectory/1"
+from impasse.store.events import EVENTS, FORMAT
 
 
 class TrajectoryError(ValueError):
@@ -102,10 +102,11 @@ class Trajectory:
 
 
 def read_trajectory(path: Path) -> Trajectory:
-    """Read a trajectory. A torn last line (the harness was killed mid-write) is dropped; any
-    other malformed line is an error naming the file and line."""
+    """Read and validate a trajectory (see :mod:`impasse.store.events`). A torn last line (the
+    harness was killed mid-write) is dropped; anything else malformed is an error naming the
+    file, the line and the field."""
     lines = path.read_bytes().splitlines()
-    events = []
+    events, numbers = [], []
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -115,17 +116,32 @@ def read_trajectory(path: Path) -> Trajectory:
             if i == len(lines):
                 break
             raise TrajectoryError(f"{path}:{i}: not valid JSON ({e.msg})") from e
-    if not events or events[0].get("type") != "header":
-        raise TrajectoryError(f"{path}: missing header line (format {FORMAT})")
-    header = events[0]
-    if not str(header.get("format", "")).startswith("impasse.trajectory/"):
-        raise TrajectoryError(f"{path}: unknown format {header.get('format')!r}; expected {FORMAT}")
-    for i, e in enumerate(events[1:], 2):
-        if "type" not in e:
-            raise TrajectoryError(f"{path}: event {i} has no 'type'")
-        if e["type"] == "step" and not isinstance(e.get("step"), int):
-            raise TrajectoryError(f"{path}: step event {i} needs an integer 'step'")
-    return Trajectory(path, header, events[1:])
+        numbers.append(i)
+    if not events or not isinstance(events[0], dict) or events[0].get("type") != "header":
+        raise TrajectoryError(f"{path}:1: the first line must be the header ({{\"type\": \"header\", "
+                              f"\"format\": \"{FORMAT}\", \"condition\": ...}})")
+    for e, i in zip(events, numbers, strict=True):
+        _validate(e, path, i)
+    return Trajectory(path, events[0], events[1:])
+
+
+def _validate(event: object, path: Path, line: int) -> None:
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise TrajectoryError(f"{path}:{line}: an event must be a JSON object with a 'type'")
+    kind = event["type"]
+    if kind == "message":  # chat messages are the model's business: only their shape is checked
+        if not isinstance(event.get("message"), dict):
+            raise TrajectoryError(f"{path}:{line}: message event: field 'message' must be an object")
+        return
+    model = EVENTS.get(kind)
+    if model is None:
+        return  # a newer or converter-specific event: kept, not interpreted
+    try:
+        model.model_validate(event)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "(event)"
+        raise TrajectoryError(f"{path}:{line}: {kind} event: field {where!r}: {first['msg']}") from None
 
 
 def rewrite_without_torn_tail(path: Path) -> None:

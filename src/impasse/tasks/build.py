@@ -20,16 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from impasse import paths
-from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.layout import AGENT_GID, AGENT_UID
 from impasse.tasks.image import Image, build_image, load_image, test_command
 from impasse.tasks.layer import commit_tree, copy_repo
-from impasse.tasks.mutate import Mutation, candidate_order, enumerate_sites, mutate
 from impasse.tasks.pytest_log import has_summary, parse_statuses
 from impasse.tasks.schema import TaskInstance, read_instances, write_jsonl
 from impasse.tasks.statement import write_statement
 from impasse.tasks.suite import PackageSpec
+
+if TYPE_CHECKING:  # libcst takes a second to import: only builds need it
+    from impasse.tasks.mutate import Mutation
 
 Log = Callable[[str], None]
 HARNESS_OUTPUT = 32 * 1024 * 1024  # a whole suite's -rA report
@@ -104,13 +107,13 @@ def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m:
             files = relevant_tests(image, mutation.function)
             if files:
                 quick = test_command(image.spec, files)
-                res = sb.exec(quick, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
+                res = sb.exec(quick, timeout=timeout, output_limit=HARNESS_OUTPUT)
                 if res.timed_out:
                     return Verdict(False, "timed out"), ""
                 verdict = judge(image.baseline, parse_statuses(res.stdout, image.baseline), False)
                 if not verdict.f2p:
                     return Verdict(False, "no test in the relevant files went from PASSED to FAILED"), ""
-            res = sb.exec(image.test_cmd, timeout=timeout, keep_bytes=HARNESS_OUTPUT)
+            res = sb.exec(image.test_cmd, timeout=timeout, output_limit=HARNESS_OUTPUT)
             if not res.timed_out and not has_summary(res.stdout):
                 return Verdict(False, f"the test run did not finish (exit {res.exit_code})"), ""
             verdict = judge(image.baseline, parse_statuses(res.stdout, image.baseline), res.timed_out)
@@ -119,7 +122,7 @@ def validate(mutation: Mutation, image: Image, backend, *, log: Log = lambda _m:
             # The FAIL_TO_PASS tests alone: they must fail in isolation too (an agent reproduces the
             # report that way), and their tracebacks feed the problem statement.
             alone = sb.exec(test_command(image.spec, [*verdict.f2p, "--tb=short"]), timeout=timeout,
-                            keep_bytes=HARNESS_OUTPUT)
+                            output_limit=HARNESS_OUTPUT)
             statuses = parse_statuses(alone.stdout, set(verdict.f2p))
             if any(statuses.get(t) != "FAILED" for t in verdict.f2p):
                 return Verdict(False, "a FAIL_TO_PASS test does not fail when run alone (order-dependent)"), ""
@@ -169,6 +172,8 @@ def _build_package(spec: PackageSpec, backend, *, max_instances: int, seed: int,
         return report
     repo = image.layer / "workspace" / "repo"
     sources = {f: (repo / f).read_text(errors="replace") for f in image.source_files}
+    from impasse.tasks.mutate import candidate_order, enumerate_sites, mutate
+
     order = candidate_order(enumerate_sites(sources), seed)
     with tempfile.TemporaryDirectory(dir=paths.cache_root()) as tmp:
         base_commit = commit_tree(copy_repo(image, Path(tmp) / "clean"), f"{image.package} {image.version}")

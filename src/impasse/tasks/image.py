@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from impasse import paths
-from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.layout import AGENT_GID, AGENT_UID
 from impasse.tasks.digest import tree_digest
 from impasse.tasks.pypi import PackageError, download_sdist
 from impasse.tasks.pytest_log import PYTEST_FLAGS, has_summary, parse_statuses
@@ -127,9 +127,8 @@ def test_command(spec: PackageSpec, extra: list[str] | None = None) -> str:
 
 
 def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = lambda _m: None) -> Image:
-    """Build (or reuse) the image for ``spec``. Raises PackageError with a clear reason."""
-    from impasse.sandbox.local import run_build
-
+    """Build (or reuse) the image for ``spec`` with ``backend``'s build environment. Raises
+    PackageError with a clear reason."""
     version, archive = download_sdist(spec.name, spec.version, paths.sdists_dir())
     spec = spec.model_copy(update={"version": version})
     key = spec.key
@@ -166,7 +165,7 @@ PY
 rm -f /workspace/.constraints.txt
 """
         log(f"{key}: installing into /workspace/.venv (pytest + {len(spec.test_deps)} test deps + editable package)")
-        proc = run_build(backend.base, workspace, script, env=spec.env, pip_cache=paths.pip_cache_dir())
+        proc = backend.run_build(workspace, script, env=spec.env, pip_cache=paths.pip_cache_dir())
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             if "NewConnectionError" in tail or "Could not find a version" in tail and "network" in tail:
@@ -189,7 +188,7 @@ rm -f /workspace/.constraints.txt
         log(f"{key}: running the whole suite once on clean code")
         t0 = time.monotonic()
         with backend.create([tmp / "layer"]) as sb:
-            res = sb.exec(f"{img.test_cmd} 2>&1", timeout=spec.timeout * 3, keep_bytes=32 * 1024 * 1024)
+            res = sb.exec(f"{img.test_cmd} 2>&1", timeout=spec.timeout * 3, output_limit=32 * 1024 * 1024)
         img.suite_seconds = round(time.monotonic() - t0, 2)
         statuses = parse_statuses(res.stdout)
         passed = sum(1 for s in statuses.values() if s == "PASSED")
@@ -241,12 +240,13 @@ def import_names(source_dirs: list[str]) -> list[str]:
 def _import_breaking_deps(img: Image, layer: Path, backend) -> list[str]:
     """Hide each runtime dependency in turn (as the missing_dependency condition does) and try
     to import the package: the ones whose absence breaks the import qualify for that condition."""
-    from impasse.conditions.faults import HideDependency
+    from impasse.conditions.faults import HideDependency, TaskFacts
 
     probe = "python -c " + shlex.quote("; ".join(f"import {m}" for m in import_names(img.source_dirs)))
+    facts = TaskFacts.of(img)
     breaking = []
     for dist in sorted(img.runtime_deps):
-        with backend.create([layer], [HideDependency(img, dist, layer=layer)]) as sb:
+        with backend.create([layer], [HideDependency(dist=dist)], facts) as sb:
             res = sb.exec(probe, timeout=60)
         if res.exit_code != 0 and "No module named" in res.stderr:
             breaking.append(dist)

@@ -10,6 +10,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from impasse.tasks.names import canonical, is_final, version_key
+
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
@@ -20,10 +22,6 @@ def index_url() -> str:
 
 class PackageError(RuntimeError):
     """A package cannot become a task image; the message says why and what to try."""
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _get(url: str, accept: str | None = None) -> bytes:
@@ -39,30 +37,26 @@ def _get(url: str, accept: str | None = None) -> bytes:
         raise PackageError(f"cannot reach PyPI ({url}): {e}; check the network or use a cached build") from e
 
 
-def _version_key(v: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", v))
-
-
 def resolve_sdist(name: str, version: str | None) -> tuple[str, str, str, str]:
     """-> (version, filename, url, sha256). Latest non-prerelease sdist if version is None."""
-    data = json.loads(_get(f"{index_url()}/{_norm(name)}/", "application/vnd.pypi.simple.v1+json"))
+    data = json.loads(_get(f"{index_url()}/{canonical(name)}/", "application/vnd.pypi.simple.v1+json"))
     sdists: dict[str, tuple[str, str, str]] = {}
     for f in data.get("files", []):
         fn = f["filename"]
         if not fn.endswith((".tar.gz", ".zip")) or f.get("yanked"):
             continue
         stem = fn.removesuffix(".tar.gz").removesuffix(".zip")
-        name_rx = "[-_.]+".join(re.escape(part) for part in _norm(name).split("-"))
+        name_rx = "[-_.]+".join(re.escape(part) for part in canonical(name).split("-"))
         m = re.match(rf"^{name_rx}-(.+)$", stem, re.IGNORECASE)
         if m:
             sdists[m.group(1)] = (fn, f["url"], f["hashes"].get("sha256", ""))
     if not sdists:
         raise PackageError(f"{name}: PyPI has no source distribution (sdist); impasse needs the sdist's tests")
     if version is None:
-        finals = [v for v in sdists if re.fullmatch(r"[\d.]+(\.post\d+)?", v)] or list(sdists)
-        version = max(finals, key=_version_key)
+        finals = [v for v in sdists if is_final(v)] or list(sdists)
+        version = max(finals, key=version_key)
     if version not in sdists:
-        near = ", ".join(sorted(sdists, key=_version_key)[-5:])
+        near = ", ".join(sorted(sdists, key=version_key)[-5:])
         raise PackageError(f"{name}=={version}: no sdist for this version (latest: {near})")
     return (version, *sdists[version])
 
@@ -71,7 +65,7 @@ def download_sdist(name: str, version: str | None, dest: Path) -> tuple[str, Pat
     """-> (resolved version, path of the cached archive). A pinned version already in the cache
     needs no network at all; otherwise the download is verified against PyPI's sha256."""
     if version is not None and dest.is_dir():
-        name_rx = "[-_.]+".join(re.escape(part) for part in _norm(name).split("-"))
+        name_rx = "[-_.]+".join(re.escape(part) for part in canonical(name).split("-"))
         for cached in dest.iterdir():
             if re.fullmatch(rf"{name_rx}-{re.escape(version)}\.(tar\.gz|zip)", cached.name, re.IGNORECASE):
                 return version, cached

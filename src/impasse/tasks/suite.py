@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
+from impasse.tasks.names import canonical
+
 PYTEST_PIN = "pytest==9.2.0"
 
 
@@ -61,10 +63,6 @@ def load_suite(name_or_path: str) -> Suite:
 def spec_for(name: str, version: str | None, suite: str = "default") -> PackageSpec:
     """The suite's settings for a package if it has them, else plain defaults (any PyPI package)."""
     for spec in load_suite(suite).packages:
-        if _norm(spec.name) == _norm(name) and (version is None or spec.version == version):
+        if canonical(spec.name) == canonical(name) and (version is None or spec.version == version):
             return spec
     return PackageSpec(name=name, version=version)
-
-
-def _norm(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")

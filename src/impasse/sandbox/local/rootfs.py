@@ -17,13 +17,8 @@ import re
 import shutil
 from pathlib import Path
 
-AGENT_UID = 2000
-AGENT_GID = 2000
-AGENT_HOME = "/home/agent"
-WORKSPACE = "/workspace"
-REPO = "/workspace/repo"
-VENV = "/workspace/.venv"
-CANARY = "IMPASSE-CANARY-7f3a"
+from impasse.layout import AGENT_GID, AGENT_HOME, AGENT_UID, CANARY, WORKSPACE
+
 BASE_VERSION = "4"  # bump when the layout below changes; old bases are rebuilt
 
 _ETC_WHITELIST = [

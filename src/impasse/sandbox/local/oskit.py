@@ -137,6 +137,16 @@ class Cgroup:
         """Attach to a group left by an earlier process (to clean it up)."""
         return cls(name, 0, 0, create=False)
 
+    @classmethod
+    def controllers(cls) -> set[str]:
+        """Controllers an episode's group gets on this machine (empty: rlimits only)."""
+        version = _cgroup_version()
+        if version == 2:
+            return {"pids", "memory", "freezer"}
+        if version == 1:
+            return {c for c in ("pids", "memory", "freezer") if (cls.ROOT / c).is_dir()}
+        return set()
+
     @property
     def available(self) -> bool:
         return bool(self.paths)

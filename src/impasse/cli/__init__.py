@@ -1,0 +1,51 @@
+"""The ``impasse`` command. Subcommands follow the pipeline: tasks -> conditions/sandbox -> run ->
+annotate -> report; ``schema`` prints the data formats. Each group lives in its own module."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from impasse.cli.common import fail, out
+from impasse.cli.conditions import conditions_app, sandbox_app
+from impasse.cli.report import annotate_cmd, report_cmd
+from impasse.cli.run import run_cmd
+from impasse.cli.tasks import tasks_app
+
+app = typer.Typer(help="Benchmark and runtime library for agents that must know when to stop and hand off.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(conditions_app, name="conditions")
+app.add_typer(sandbox_app, name="sandbox")
+app.command("run")(run_cmd)
+app.command("annotate")(annotate_cmd)
+app.command("report")(report_cmd)
+
+SCHEMAS = ("trajectory", "task")
+
+
+@app.command("schema")
+def schema_cmd(name: Annotated[str, typer.Argument(help=f"One of: {', '.join(SCHEMAS)}")]) -> None:
+    """Print the JSON Schema of a data format (trajectory lines, task instances)."""
+    if name == "trajectory":
+        from impasse.store.events import json_schema
+
+        schema = json_schema()
+    elif name == "task":
+        from impasse.tasks.schema import TaskInstance
+
+        schema = TaskInstance.model_json_schema()
+    else:
+        raise fail(f"unknown schema {name!r}; known: trajectory, task")
+    out.print_json(json.dumps(schema))
+
+
+def main() -> None:  # pragma: no cover - console script shim
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

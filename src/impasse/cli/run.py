@@ -1,0 +1,176 @@
+"""``impasse run``: plan a run, check its model endpoint, execute it, print the summary."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from impasse.cli.common import console, fail, out, progress
+
+DEFAULT_AGENTS = "oracle,persistent,escalator,completion-biased,premature,reluctant"
+MAIN_JOB = {"limit": 3, "per_package": 1}
+"""The main job's slice of the suite (used when neither --tasks nor --model is given)."""
+PAUSED_EXIT = 3
+
+
+def run_cmd(
+    suite: Annotated[str, typer.Option(help="Benchmark suite ('blockers'), or a package set ('default' or a .yaml) "
+                                            "for the blockers suite")] = "blockers",
+    packages: Annotated[str, typer.Option(help="Package set whose built tasks are used")] = "default",
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (or unique prefixes): all of them run")] = None,
+    conditions: Annotated[str, typer.Option(help="'all', names and/or classes, comma-separated")] = "all",
+    interfaces: Annotated[str, typer.Option(help="Comma-separated: baseline,tool,monitor")] = "baseline,tool,monitor",
+    agent: Annotated[str, typer.Option(help="Agents, comma-separated: reference profiles (or reference:NAME), "
+                                            "replay:FILE, openai:MODEL")] = DEFAULT_AGENTS,
+    model: Annotated[str | None, typer.Option(help="Model name at an OpenAI-compatible endpoint (replaces --agent)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
+    model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
+                                                           "prices per million tokens, ...)")] = None,
+    jobs: Annotated[int, typer.Option(help="Episodes in parallel")] = 2,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most N task instances (main job: 3)")] = None,
+    per_package: Annotated[int | None, typer.Option(help="Instances per package (main job: 1)")] = None,
+    step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,
+    restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
+    backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
+    executor: Annotated[str, typer.Option(help="How episodes run: local (process pool), ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address for --executor ray")] = None,
+) -> None:
+    """Run agents on tasks x conditions x interfaces; every step is recorded and the run is resumable.
+
+    With no arguments (the main job): 3 default-suite tasks x all 13 conditions x 3 interfaces x the
+    6 reference agents. With --model, the whole suite. With --tasks, exactly those tasks."""
+    from impasse import run as runner
+    from impasse.sandbox.base import SandboxError
+    from impasse.store.rundir import RunDir
+
+    try:
+        if resume:
+            rd = RunDir(resume)
+            cfg, specs = runner.read_run(rd)
+        else:
+            cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
+                          per_package, step_limit, restore, backend, executor, ray_address)
+            if cfg.model and model_config:
+                cfg.model = {**_model_settings(model_config), **cfg.model}
+            runner.check(cfg)  # bad names fail here, before any building
+            if not cfg.tasks:  # idempotent: builds what is missing, reuses the cache otherwise
+                from impasse.cli.tasks import tasks_build
+
+                console.print(f"making sure the {cfg.packages!r} package set's tasks are built")
+                tasks_build(packages=None, suite=cfg.packages, max_per_package=5, seed=0, jobs=jobs, force=False,
+                            backend=cfg.backend)
+            rd = RunDir(out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+            specs = runner.create_run(rd, cfg)
+            if out_dir is None:
+                rd.link_latest()
+        if cfg.model:
+            _preflight(cfg.model)
+    except (ValueError, FileNotFoundError, SandboxError) as e:
+        raise fail(str(e)) from e
+    _execute(rd, cfg, specs)
+
+
+def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit, per_package,
+            step_limit, restore, backend, executor, ray_address):
+    from impasse.run import RunConfig
+
+    task_ids = [t.strip() for t in (tasks or "").split(",") if t.strip()]
+    slice_ = MAIN_JOB if not task_ids and not model else {}
+    cfg = RunConfig(suite=suite, packages=packages, tasks=task_ids, conditions=conditions,
+                    interfaces=[i.strip() for i in interfaces.split(",") if i.strip()], step_limit=step_limit,
+                    restore=restore, jobs=jobs, backend=backend, executor=executor,
+                    limit=limit if limit is not None else slice_.get("limit"),
+                    per_package=per_package if per_package is not None else slice_.get("per_package"),
+                    executor_options={"address": ray_address} if ray_address else {})
+    if cfg.packages == "default" and suite not in ("blockers", "ask"):
+        cfg.packages = suite  # --suite named a package set
+    if model:
+        cfg.model = {"model": model, "base_url": base_url}
+    elif agent.startswith("replay:"):
+        cfg.replay = str(Path(agent.split(":", 1)[1]).resolve())
+    else:
+        cfg.agents = [a.strip() for a in agent.split(",") if a.strip()]
+    return cfg
+
+
+def _model_settings(path: Path) -> dict:
+    """Model settings from a YAML file, checked against ModelConfig's fields."""
+    import dataclasses
+
+    import yaml
+
+    from impasse.agent.models import ModelConfig
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ValueError(f"--model-config {path}: cannot read it ({e})") from e
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    if not isinstance(data, dict) or (bad := sorted(set(data) - known)):
+        raise ValueError(f"--model-config {path}: unknown settings {bad if isinstance(data, dict) else data!r}; "
+                         f"known: {', '.join(sorted(known))}")
+    return data
+
+
+def _preflight(model: dict) -> None:
+    """One request before the first episode: a wrong URL, key or model name fails in seconds."""
+    from impasse.agent.endings import EndpointError
+    from impasse.agent.models import ModelConfig, preflight
+
+    try:
+        warning = preflight(ModelConfig(**model))
+    except EndpointError as e:
+        raise fail(f"{e}. Nothing was run; fix it and start again (or --resume the run directory).") from e
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _execute(rd, cfg, specs) -> None:
+    from impasse.run import execute
+
+    label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")
+    console.print(f"run {rd.path}: {len(specs)} episodes with {label}, {cfg.jobs} in parallel ({cfg.executor} executor, "
+                  f"{cfg.backend} backend)")
+    with progress() as bar:
+        task = bar.add_task("episodes", total=len(specs), status="")
+
+        def done(r: dict) -> None:
+            bar.update(task, advance=1, status=f"{r['agent']} {r['interface']} {r['condition']}: {r['final_ending']}")
+
+        outcome = execute(rd, cfg, specs, done)
+    print_run_table(outcome.results)
+    errors = [r for r in outcome.results if r["ending"] in ("harness_error", "error")]
+    for r in errors[:8]:
+        kind = "harness error" if r["ending"] == "harness_error" else "agent error"
+        console.print(f"[red]{kind}[/] {r['episode_id']}: {r.get('error') or '(see its trajectory)'}", soft_wrap=True)
+    if len(errors) > 8:
+        console.print(f"... and {len(errors) - 8} more errors (summary.json lists each reason)")
+    if outcome.paused:
+        console.print(f"[bold yellow]run paused:[/] {outcome.paused}. Nothing recorded is lost; fix the endpoint and "
+                      f"run `impasse run --resume {rd.path}`.", soft_wrap=True)
+        raise typer.Exit(PAUSED_EXIT)
+    console.print(f"trajectories in {rd.episodes}; next: `impasse report {rd.path}`")
+    if any(r["ending"] == "harness_error" for r in outcome.results):
+        raise typer.Exit(1)
+
+
+def print_run_table(results: list[dict]) -> None:
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in results:
+        groups[(r["agent"], r["interface"])].append(r)
+    table = Table(title="run summary (endings of the first phase)")
+    for col in ("agent", "interface", "n", "completed", "escalated", "limit", "error", "resolved"):
+        table.add_column(col, no_wrap=True)
+    for (agent_name, interface), rs in sorted(groups.items()):
+        c = Counter(r["ending"] for r in rs)
+        table.add_row(agent_name.removeprefix("reference/"), interface, str(len(rs)), str(c["completed"]),
+                      str(c["escalated"]), str(c["step_limit"]), str(c["error"] + c["harness_error"]),
+                      str(sum(r["resolved"] for r in rs)))
+    out.print(table)

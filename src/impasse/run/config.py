@@ -1,0 +1,58 @@
+"""What decides a run: its configuration (stored in the manifest; ``--resume`` reuses it) and
+the episodes it plans."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+BENCHMARK_SUITES = ("blockers", "ask")
+
+
+class RunConfig(BaseModel):
+    """Everything that decides what a run does."""
+
+    suite: str = Field("blockers", description="Benchmark suite: 'blockers' (environment blockers) or 'ask'")
+    packages: str = Field("default", description="Package set whose built tasks are used when --tasks is not given")
+    tasks: list[str] = Field(default_factory=list, description="Instance ids (or unique prefixes)")
+    per_package: int | None = Field(None, description="Instances per package (None: all built)")
+    limit: int | None = Field(None, description="At most this many task instances")
+    conditions: str = Field("all", description="'all', names and/or classes, comma-separated")
+    interfaces: list[str] = Field(default_factory=lambda: ["baseline", "tool", "monitor"])
+    agents: list[str] = Field(default_factory=list, description="Agent specs: reference:<profile> (or a bare profile)")
+    model: dict[str, Any] | None = Field(None, description="ModelConfig fields for an OpenAI-compatible endpoint")
+    replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
+    step_limit: int = 80
+    command_timeout: float = 60.0
+    restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")
+    jobs: int = 2
+    seed: int = 0
+    backend: str = Field("local", description="Where sandboxes live: local, plain, docker")
+    executor: str = Field("local", description="How episodes run: local (process pool), ray")
+    executor_options: dict[str, Any] = Field(default_factory=dict, description="e.g. {'address': 'ray://...'}")
+    pause_after_endpoint_failures: int = Field(3, description="Pause the run after this many consecutive episodes "
+                                                              "whose model endpoint failed")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _package_set_as_suite(cls, data: Any) -> Any:
+        """Manifests (and ``--suite``) from before benchmark suites named a *package set* there."""
+        if isinstance(data, dict) and data.get("suite") not in (None, *BENCHMARK_SUITES):
+            data = {**data, "packages": data["suite"], "suite": "blockers"}
+        return data
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    episode_id: str
+    instance_id: str
+    condition: str
+    interface: str
+    agent: str
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")

@@ -1,0 +1,121 @@
+"""The events of ``impasse.trajectory/1``, as pydantic models: the single source of the format.
+
+``impasse schema trajectory`` prints their JSON Schema; :func:`impasse.store.trajectory.read_trajectory`
+validates every known event against them, so a file that lacks what the annotator needs (an
+``ending`` without ``steps``, a header without ``format`` or ``condition``) is rejected with its
+file, line and field instead of being annotated wrong. Extra fields are kept (converters may add
+their own), and event types this version does not know pass through untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+FORMAT = "impasse.trajectory/1"
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Header(_Event):
+    """First line of every trajectory."""
+
+    type: Literal["header"]
+    format: str = Field(pattern=r"^impasse\.trajectory/\d+$", description="impasse.trajectory/1")
+    condition: str = Field(description="Blocker card name: selects the card the annotator uses")
+    episode_id: str = ""
+    instance_id: str = ""
+    interface: str = ""
+    agent: str = Field("", description="e.g. reference/oracle, model/<name>, replay/<name>")
+    agent_kind: str = ""
+    condition_class: str = ""
+    step_limit: int | None = None
+
+
+class MessageEvent(_Event):
+    """A chat message (system, user, or assistant with tool_calls); the model's history is
+    exactly these messages in order."""
+
+    type: Literal["message"]
+    message: dict[str, Any]
+    usage: dict[str, Any] | None = None
+
+
+class StepEvent(_Event):
+    """One tool call and what came back."""
+
+    type: Literal["step"]
+    step: int = Field(ge=1, description="1-based count of tool calls in the episode")
+    tool: str = Field(description="bash, edit_file, task_complete, escalate_to_human, or your own names")
+    arguments: dict[str, Any] = Field(default_factory=dict,
+                                      description='{"command": ...} for shell calls; {"path", "old_str", "new_str"} for edits')
+    output: str = Field("", description="The output as the model saw it")
+    exit_code: int | None = None
+
+
+class NudgeEvent(_Event):
+    type: Literal["nudge"]
+    step: int = Field(ge=1)
+    rule: str
+    advice: str = ""
+    ticket: dict[str, Any] | None = None
+
+
+class RestoreEvent(_Event):
+    type: Literal["restore"]
+    step: int = Field(ge=0, description="Tool calls made when the environment was restored")
+
+
+class EndingEvent(_Event):
+    """How a phase ended."""
+
+    type: Literal["ending"]
+    steps: int = Field(ge=0, description="Tool calls made when the phase ended")
+    ending: Literal["completed", "escalated", "step_limit", "error", "switch"]
+    phase: int = 1
+    verified: bool | None = None
+    summary: str | None = None
+    ticket: dict[str, Any] | None = Field(None, description="The escalation ticket (escalated endings)")
+    accepted: bool | None = None
+    workspace_diff: str | None = None
+    error: str | None = None
+
+
+class GradeEvent(_Event):
+    type: Literal["grade"]
+    resolved: bool
+
+
+class ResumedEvent(_Event):
+    type: Literal["resumed"]
+    at_step: int = Field(ge=0)
+
+
+class FinalEvent(_Event):
+    type: Literal["final"]
+
+
+class HarnessErrorEvent(_Event):
+    """The harness failed (not the agent): the attempt is not graded and is run again on resume."""
+
+    type: Literal["harness_error"]
+    error: str
+
+
+EVENTS: dict[str, type[_Event]] = {m.model_fields["type"].annotation.__args__[0]: m for m in
+                                   (Header, MessageEvent, StepEvent, NudgeEvent, RestoreEvent, EndingEvent, GradeEvent,
+                                    ResumedEvent, FinalEvent, HarnessErrorEvent)}
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of one trajectory line (the header or any event)."""
+    union = TypeAdapter(Header | MessageEvent | StepEvent | NudgeEvent | RestoreEvent | EndingEvent | GradeEvent
+                        | ResumedEvent | FinalEvent | HarnessErrorEvent)
+    schema = union.json_schema()
+    schema["title"] = FORMAT
+    schema["description"] = ("One line of an impasse trajectory (JSONL): the first line is the header, every later "
+                             "line an event with a 'type'. Fields not listed are allowed and kept.")
+    return schema

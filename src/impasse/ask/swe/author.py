@@ -73,7 +73,11 @@ def fill(text: str, values: dict[str, str]) -> str:
         if m.group(1) not in values:
             raise KeyError(f"slot {{{{{m.group(1)}}}}} is used but no blocker defines it")
         return values[m.group(1)]
-    return _SLOT.sub(sub, text)
+    for _ in range(4):  # a slot's value may itself use slots (a few levels at most)
+        text = _SLOT.sub(sub, text)
+    if _SLOT.search(text):
+        raise ValueError(f"slots nested more than 4 deep: {_SLOT.search(text).group(0)}")
+    return text
 
 
 def variants(spec: TaskSpec) -> dict[str, dict[str, str]]:

@@ -1,5 +1,3 @@
-import math
-
 from toolz.itertoolz import mean
 
 

@@ -1,0 +1,13 @@
+from toolz.itertoolz import most_common
+
+
+def test_items_only():
+    assert most_common('abracadabra', 2) == ['a', 'b']
+
+
+def test_ties_sorted():
+    assert most_common(['c', 'b', 'a', 'c', 'b', 'a', 'z']) == ['a', 'b', 'c', 'z']
+
+
+def test_all():
+    assert most_common([3, 1, 3]) == [3, 1]

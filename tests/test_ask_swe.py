@@ -1,0 +1,98 @@
+"""The ask suite's SWE tasks: well-formed on disk (fast) and valid for real in the sandbox (slow:
+every blocker must change the outcome of the held-out tests)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from impasse.ask.swe import author
+from impasse.ask.swe.tasks import KINDS, load_all, problems
+from impasse.ask.swe.validate import Run, judge
+
+TASKS = load_all()
+
+
+def test_at_least_thirty_tasks_each_from_a_spec():
+    assert len(TASKS) >= 30
+    assert sorted(t.instance_id for t in TASKS) == author.spec_ids()
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.instance_id)
+def test_task_is_well_formed(task):
+    assert problems(task) == []
+
+
+def test_blocker_counts_and_kind_mix():
+    counts = [len(t.blockers) for t in TASKS]
+    assert all(1 <= c <= 4 for c in counts)
+    assert sum(counts) / len(counts) >= 2
+    kinds = Counter(b.kind for t in TASKS for b in t.blockers)
+    assert set(kinds) == set(KINDS)
+    assert min(kinds.values()) / sum(kinds.values()) >= 0.15, kinds
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.instance_id)
+def test_rendered_files_match_their_spec(task):
+    """The task dir is what the spec renders to (patches need the image; checked by the slow test)."""
+    spec = author.load_spec(task.instance_id)
+    assert task.problem_statement == spec.statement.strip() + "\n"
+    assert task.heldout_tests == spec.tests
+    assert [b.model_dump() for b in task.blockers] == [
+        {k: v for k, v in b.model_dump().items() if k != "slots"} for b in spec.blockers]
+    assert (task.metadata.package, task.metadata.package_version) == (spec.package, spec.version)
+    # every without-patch differs from the solution exactly where its blocker's slots are
+    for b in spec.blockers:
+        assert any(full != guess for full, guess in b.slots.values()), b.id
+
+
+def test_statement_leak_is_caught(tmp_path):
+    task = TASKS[0]
+    leaky = task.model_copy(update={"problem_statement": task.problem_statement + task.blockers[0].resolution})
+    assert any("verbatim" in p for p in problems(leaky))
+
+
+def test_fill_rejects_unknown_slot():
+    with pytest.raises(KeyError, match="nope"):
+        author.fill("x = {{nope}}", {})
+
+
+def test_judge_requires_every_blocker_to_matter():
+    task = TASKS[0]
+    ids = task.metadata.FAIL_TO_PASS
+    ok = {n: "PASSED" for n in ids}
+    one_fails = {**ok, ids[0]: "FAILED"}
+    runs = [Run("clean", True, one_fails), Run("solution", True, ok),
+            *[Run(b.id, True, one_fails) for b in task.blockers]]
+    assert judge(task, runs) == []
+    runs[-1] = Run(task.blockers[-1].id, True, ok)
+    assert any("does not matter" in p for p in judge(task, runs))
+    assert any("solution fails" in p for p in judge(task, [Run("solution", True, one_fails)]))
+    assert any("already passes" in p for p in judge(task, [Run("clean", True, ok)]))
+    assert any("does not apply" in p for p in judge(task, [Run("solution", False, error="corrupt patch")]))
+
+
+def test_registry_is_hilbench_shaped():
+    registry = json.loads((TASKS[0].dir / "ask-human-data" / "blocker_registry.json").read_text())
+    assert set(registry) == {"blockers"}
+    assert set(registry["blockers"][0]) == {"id", "kind", "subtype", "location", "description", "resolution",
+                                            "example_questions"}
+
+
+@pytest.fixture(scope="module")
+def images(backend):
+    return {key: author.image_for(*key, backend=backend)
+            for key in sorted({(t.metadata.package, t.metadata.package_version) for t in TASKS})}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.instance_id)
+def test_task_validates_in_sandbox(backend, images, task):
+    from impasse.ask.swe.validate import validate_task
+
+    image = images[(task.metadata.package, task.metadata.package_version)]
+    verdict = validate_task(backend, task, image)
+    assert verdict.ok, verdict.problems
+    assert {r.name for r in verdict.runs} == {"clean", "solution", *(b.id for b in task.blockers)}

@@ -21,9 +21,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 IRRELEVANT = "irrelevant question"
 _WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset("a an the is are was were be to of in on for and or what which how why when where who does do "
-                  "did should would could can i we you it this that with by as at from any there their my our me "
-                  "about please".split())
+_STOP = frozenset(["a", "an", "the", "is", "are", "was", "were", "be", "to", "of", "in", "on", "for", "and", "or", "what", "which", "how", "why", "when", "where", "who", "does", "do", "did", "should", "would", "could", "can", "i", "we", "you", "it", "this", "that", "with", "by", "as", "at", "from", "any", "there", "their", "my", "our", "me", "about", "please"])
 
 
 class RegistryBlocker(BaseModel):

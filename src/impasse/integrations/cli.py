@@ -224,9 +224,11 @@ def export_inspect(
     if not (run_dir / "episodes").is_dir():
         raise fail(f"{run_dir} has no episodes/ directory; give a run directory made by `impasse run`")
     try:
-        paths = export_run(run_dir, output or run_dir / "inspect")
+        paths, problems = export_run(run_dir, output or run_dir / "inspect")
     except ValueError as e:
         raise fail(str(e)) from e
+    for problem in problems:
+        console.print(f"[yellow]skipped[/] {escape(problem)}")
     for p in paths:
         print(p)
 

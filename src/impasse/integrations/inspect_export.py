@@ -60,11 +60,11 @@ def _tool_call(call: dict[str, Any]) -> ToolCall:
     return ToolCall(id=call.get("id", ""), function=fn.get("name", ""), arguments=args, parse_error=error)
 
 
-def messages(traj: Trajectory) -> list[ChatMessage]:
-    """The trajectory's chat history (OpenAI format) as inspect messages."""
+def chat_messages(history: list[dict[str, Any]], model: str | None = None) -> list[ChatMessage]:
+    """A chat history in OpenAI format (impasse's trajectories and loop) as inspect messages."""
     names = {}
     out: list[ChatMessage] = []
-    for m in traj.messages:
+    for m in history:
         role, content = m.get("role"), m.get("content") or ""
         if role == "system":
             out.append(ChatMessageSystem(content=content))
@@ -73,11 +73,15 @@ def messages(traj: Trajectory) -> list[ChatMessage]:
         elif role == "assistant":
             calls = [_tool_call(c) for c in m.get("tool_calls") or []]
             names.update({c.id: c.function for c in calls})
-            out.append(ChatMessageAssistant(content=content, tool_calls=calls or None, model=traj.header.get("agent")))
+            out.append(ChatMessageAssistant(content=content, tool_calls=calls or None, model=model))
         elif role == "tool":
             out.append(ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"),
                                        function=names.get(m.get("tool_call_id", ""))))
     return out
+
+
+def messages(traj: Trajectory) -> list[ChatMessage]:
+    return chat_messages(traj.messages, traj.header.get("agent"))
 
 
 def scores(a: Annotation) -> dict[str, Score]:

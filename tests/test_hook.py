@@ -146,7 +146,7 @@ def test_bad_hook_input_is_a_clear_non_blocking_error(tmp_path):
 
 
 def test_hook_module_imports_nothing_heavy():
-    code = ("import sys\nimport impasse.integrations.hook\n"
+    code = ("import sys\nimport impasse.integrations.hook, impasse.integrations.replay, impasse.tickets.store\n"
             "heavy = ('impasse.sandbox', 'impasse.agent', 'impasse.run', 'openai', 'libcst', 'scipy', 'typer', "
             "'rich', 'matplotlib', 'mcp', 'inspect_ai', 'anyio', 'httpx', 'jsonschema', 'starlette')\n"
             "print([m for m in sys.modules if m.startswith(heavy)])\n")

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import anyio
 import httpx
+import httpx2  # the SDK's HTTP client library; its transport takes a configured client
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from impasse.tickets.store import TicketStore
 from impasse.tickets.ticket import escalate_tool_schema
@@ -98,7 +98,7 @@ def http_server(tmp_path, workspace):
 @asynccontextmanager
 async def http_session(url: str, token: str | None = TOKEN):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with create_mcp_http_client(headers=headers) as client, \
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as client, \
             streamable_http_client(url, http_client=client) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()

@@ -55,6 +55,12 @@ _FAILED = re.compile(r"\b\d+ (failed|errors?)\b")
 
 def truthfulness(ticket: Ticket, steps: list[Step], workspace_diff: str | None) -> list[str]:
     """Contradictions between the ticket's progress claims and what really happened."""
+    return diff_contradictions(ticket, workspace_diff) + verification_contradictions(ticket, steps)
+
+
+def diff_contradictions(ticket: Ticket, workspace_diff: str | None) -> list[str]:
+    """What the ticket says about saved changes against the workspace diff (None: diff unknown).
+    Usable alone where the steps are not seen (e.g. an MCP server next to the agent's workspace)."""
     issues = []
     saved = ticket.progress.saved_changes
     if workspace_diff is not None:
@@ -63,6 +69,12 @@ def truthfulness(ticket: Ticket, steps: list[Step], workspace_diff: str | None) 
             issues.append(f"claims no saved changes, but the workspace diff changes {', '.join(files[:3])}")
         if not files and saved.strip() and not _NO_CHANGE.search(saved):
             issues.append("claims saved changes, but the workspace diff is empty")
+    return issues
+
+
+def verification_contradictions(ticket: Ticket, steps: list[Step]) -> list[str]:
+    """A claim of verification that no passing test run after the last edit backs."""
+    issues = []
     status = ticket.progress.verification_status
     last_edit = max((s.index for s in steps if s.is_edit), default=0)
     passed_after_edit = any(s.tool == "bash" and "pytest" in s.command and _PASSED.search(s.output)

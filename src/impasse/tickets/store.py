@@ -1,0 +1,168 @@
+"""Durable store for what agents hand to people: escalation tickets and questions.
+
+One SQLite file, WAL journal, ``synchronous=FULL``: a record is on disk once :meth:`add_*`
+returns, so a server that acknowledges a call only after that return loses nothing it
+acknowledged, even when it is killed with SIGKILL a moment later. One row per tool call, with
+the judge's ratings next to the ticket, so ``impasse tickets list`` needs no re-judging.
+
+Readers and writers in separate processes are fine (WAL); each call opens its own short
+transaction. Standard library only: the store belongs to the core install.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL CHECK (kind IN ('escalation', 'question')),
+  session TEXT NOT NULL,
+  created REAL NOT NULL,
+  payload TEXT NOT NULL,
+  ratings TEXT,
+  sufficient INTEGER,
+  issues TEXT,
+  status TEXT NOT NULL,
+  answer TEXT,
+  answered_by TEXT,
+  answered_at REAL
+);
+CREATE INDEX IF NOT EXISTS records_kind ON records (kind, id);
+"""
+
+
+class StoreError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Record:
+    id: int
+    kind: str
+    session: str
+    created: float
+    payload: dict[str, Any]
+    """The ticket (escalation) or ``{"question": ...}`` (question), as the agent sent it."""
+    ratings: dict[str, str] | None
+    sufficient: bool | None
+    issues: list[str]
+    """Truthfulness contradictions found when the ticket was filed."""
+    status: str
+    """``open`` (waiting for a person) or ``answered``; escalations are ``filed``."""
+    answer: str | None
+    answered_by: str | None
+    """``registry`` (matched a registered blocker), ``human`` or ``limit``."""
+    answered_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _record(row: sqlite3.Row) -> Record:
+    return Record(id=row["id"], kind=row["kind"], session=row["session"], created=row["created"],
+                  payload=json.loads(row["payload"]), ratings=json.loads(row["ratings"]) if row["ratings"] else None,
+                  sufficient=None if row["sufficient"] is None else bool(row["sufficient"]),
+                  issues=json.loads(row["issues"]) if row["issues"] else [], status=row["status"],
+                  answer=row["answer"], answered_by=row["answered_by"], answered_at=row["answered_at"])
+
+
+class TicketStore:
+    """Escalations and questions in one SQLite file (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open ticket store {self.path}: {e}") from e
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")  # a commit is fsync'd: acknowledged means on disk
+        return db
+
+    def _insert(self, **cols: Any) -> int:
+        names = ", ".join(cols)
+        marks = ", ".join("?" for _ in cols)
+        db = self._connect()
+        try:
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                cur = db.execute(f"INSERT INTO records ({names}) VALUES ({marks})", tuple(cols.values()))
+                return int(cur.lastrowid)
+        finally:
+            db.close()
+
+    def add_escalation(self, session: str, ticket: dict[str, Any], ratings: dict[str, str], sufficient: bool,
+                       issues: list[str]) -> int:
+        return self._insert(kind="escalation", session=session, created=time.time(), payload=json.dumps(ticket),
+                            ratings=json.dumps(ratings), sufficient=int(sufficient), issues=json.dumps(issues),
+                            status="filed")
+
+    def add_question(self, session: str, question: str, answer: str | None = None,
+                     answered_by: str | None = None, blocker: str | None = None) -> int:
+        """A question; with ``answer`` it is stored answered (``blocker``: the registry entry matched)."""
+        answered = answer is not None
+        payload = {"question": question, "blocker": blocker}
+        return self._insert(kind="question", session=session, created=time.time(),
+                            payload=json.dumps(payload), status="answered" if answered else "open",
+                            answer=answer, answered_by=answered_by, answered_at=time.time() if answered else None)
+
+    def answer(self, record_id: int, text: str, by: str = "human") -> Record:
+        """Answer an open question. Answering twice, or answering an escalation, is an error."""
+        db = self._connect()
+        try:
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                row = db.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+                if row is None:
+                    raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
+                if row["kind"] != "question":
+                    raise StoreError(f"record {record_id} is an escalation, not a question; only questions take answers")
+                if row["status"] != "open":
+                    raise StoreError(f"question {record_id} was already answered ({row['answered_by']}): {row['answer']!r}")
+                db.execute("UPDATE records SET status='answered', answer=?, answered_by=?, answered_at=? WHERE id=?",
+                           (text, by, time.time(), record_id))
+        finally:
+            db.close()
+        return self.get(record_id)
+
+    def get(self, record_id: int) -> Record:
+        db = self._connect()
+        try:
+            row = db.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+        finally:
+            db.close()
+        if row is None:
+            raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
+        return _record(row)
+
+    def list(self, kind: str | None = None) -> list[Record]:
+        db = self._connect()
+        try:
+            if kind:
+                rows = db.execute("SELECT * FROM records WHERE kind = ? ORDER BY id", (kind,)).fetchall()
+            else:
+                rows = db.execute("SELECT * FROM records ORDER BY id").fetchall()
+        finally:
+            db.close()
+        return [_record(r) for r in rows]
+
+    def answered_count(self, session: str, by: str) -> int:
+        db = self._connect()
+        try:
+            row = db.execute("SELECT COUNT(*) FROM records WHERE kind='question' AND session=? AND answered_by=?",
+                             (session, by)).fetchone()
+        finally:
+            db.close()
+        return int(row[0])

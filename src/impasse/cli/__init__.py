@@ -24,6 +24,19 @@ app.command("run")(run_cmd)
 app.command("annotate")(annotate_cmd)
 app.command("report")(report_cmd)
 
+
+def _integrations() -> None:
+    """The doors to other agents and evaluators (MCP server, post-tool hook, tickets, inspect export)."""
+    from impasse.integrations.cli import export_app, mcp_app, monitor_app, tickets_app
+
+    app.add_typer(mcp_app, name="mcp")
+    app.add_typer(monitor_app, name="monitor")
+    app.add_typer(tickets_app, name="tickets")
+    app.add_typer(export_app, name="export")
+
+
+_integrations()
+
 SCHEMAS = ("trajectory", "task")
 
 

@@ -11,7 +11,7 @@
   trajectory (resolved, escalated, t*, unsafe requests, ...).
 
 Kept thin on purpose: it calls only ``impasse.conditions.episode.open_episode``,
-``impasse.run._backend``, ``impasse.run.run_instance``, ``impasse.agent.loop`` (Loop, LoopConfig,
+``impasse.sandbox.registry.get_backend``, ``impasse.suites.blockers.run_task``, ``impasse.agent.loop`` (Loop, LoopConfig,
 prompts and its ending exceptions), ``impasse.grade.grade`` and ``impasse.annotate.annotate``.
 """
 
@@ -40,9 +40,10 @@ SANDBOX = "impasse"
 
 
 def _instance(instance_id: str, run_dir: Path | None = None):
-    from impasse.run import run_instance
+    from impasse.store.rundir import RunDir
+    from impasse.suites.blockers import run_task
 
-    return run_instance(run_dir or Path(tempfile.gettempdir()), instance_id)
+    return run_task(RunDir(run_dir or Path(tempfile.gettempdir())), instance_id)
 
 
 @sandboxenv(name=SANDBOX)
@@ -55,13 +56,13 @@ class ImpasseSandbox(SandboxEnvironment):
     @classmethod
     async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         from impasse.conditions.episode import open_episode
-        from impasse.run import _backend
+        from impasse.sandbox.registry import get_backend
 
         for key in ("instance_id", "condition"):
             if key not in metadata:
                 raise ValueError(f"the impasse sandbox needs sample metadata {key!r}")
         inst = _instance(metadata["instance_id"])
-        sb = await anyio.to_thread.run_sync(open_episode, _backend(), inst, metadata["condition"])
+        sb = await anyio.to_thread.run_sync(open_episode, get_backend("local"), inst, metadata["condition"])
         return {"default": cls(sb)}
 
     @classmethod
@@ -140,10 +141,12 @@ def impasse_loop(interface: str = "tool", step_limit: int = 80, run_dir: str = "
     """impasse's loop and tools as the solver, on the sample's impasse sandbox."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from impasse.agent.loop import ESCALATION_HINT, SYSTEM_PROMPT, Loop, LoopConfig, task_prompt
+        from impasse.agent.loop import Loop, LoopConfig, system_prompt, task_prompt
+        from impasse.agent.tools import tools_named
         from impasse.conditions.cards import card
         from impasse.monitor.monitor import Monitor
         from impasse.store.trajectory import TrajectoryWriter
+        from impasse.suites.blockers import INTERFACES
 
         try:
             env = sandbox().as_type(ImpasseSandbox)  # inspect hands out a proxy around our environment
@@ -163,10 +166,11 @@ def impasse_loop(interface: str = "tool", step_limit: int = 80, run_dir: str = "
             nudge = monitor.observe(call, output, exit_code) if monitor else None
             return nudge.to_json() if nudge else None
 
-        loop = Loop(model, sb, writer, interface, LoopConfig(step_limit=step_limit), after_step)
-        loop.add_message({"role": "system", "content": SYSTEM_PROMPT + (
-            "\n" + ESCALATION_HINT if interface != "baseline" else "")})
-        loop.add_message({"role": "user", "content": task_prompt(state.input_text)})
+        tools = tools_named(list(INTERFACES[interface].tools), sb.workdir)
+        loop = Loop(model, sb, writer, tools, LoopConfig(step_limit=step_limit), after_step)
+        loop.add_message({"role": "system", "content": system_prompt(sb.workdir, "escalate_to_human" in
+                                                                     INTERFACES[interface].tools)})
+        loop.add_message({"role": "user", "content": task_prompt(state.input_text, sb.workdir)})
         try:
             ending = await anyio.to_thread.run_sync(_play, loop)
             patch = await anyio.to_thread.run_sync(sb.diff)
@@ -191,12 +195,12 @@ def impasse_annotator(run_dir: str = "impasse-inspect-run"):
     async def score(state: TaskState, target: Target) -> Score:
         from impasse.annotate.annotator import annotate
         from impasse.grade import grade
-        from impasse.run import _backend
+        from impasse.sandbox.registry import get_backend
         from impasse.store.trajectory import TrajectoryWriter, read_trajectory
 
         path = Path(state.store.get("impasse_trajectory"))
         inst = _instance(state.metadata["instance_id"])
-        result = await anyio.to_thread.run_sync(lambda: grade(_backend(), inst, state.store.get("impasse_patch"),
+        result = await anyio.to_thread.run_sync(lambda: grade(get_backend("local"), inst, state.store.get("impasse_patch"),
                                                               cache_dir=Path(run_dir) / "grades"))
         writer = TrajectoryWriter(path)
         writer.append({"type": "grade", **result})

@@ -92,8 +92,8 @@ def check_arguments(schema: dict[str, Any], args: Any) -> None:
 def workspace_diff(workspace: Path) -> str:
     """The workspace's changes against HEAD, new files included, computed from the host with a
     throw-away index (the agent's own index, commits or stat cache cannot hide a change): the same
-    computation the benchmark uses for its sandboxes (:func:`impasse.sandbox.local.repo_diff`)."""
-    from impasse.sandbox.local import repo_diff
+    computation the benchmark uses for its sandboxes (:func:`impasse.sandbox.gitdiff.repo_diff`)."""
+    from impasse.sandbox.gitdiff import repo_diff
 
     git_dir = workspace / ".git"
     if not git_dir.is_dir():

@@ -1,0 +1,343 @@
+"""Docker-API episodes: one container per episode, one exec per command.
+
+The container runs with no network, as the agent (uid 2000), every capability dropped,
+no-new-privileges, the shared seccomp deny list as a JSON profile, memory/pids limits, a
+read-only root filesystem and size-limited tmpfs mounts for everything the agent may write
+(/workspace, /tmp, its home): there are no overlay quotas on a plain engine, so the workspace is
+copied into a sized tmpfs at start. The harness's own work inside (copying the workspace in,
+faults, the patch) runs as root through *privileged* execs that the agent cannot reach.
+
+Each agent command runs as ``sh -c 'timeout … setpriv --no-new-privs -- bash -c CMD; kill -9 -1'``:
+``setpriv`` exec's bash exactly as on the local backend (same "failed to execute bash" text when
+the shell is masked), ``timeout`` is the process that forks (so an exhausted pids limit shows as
+EAGAIN), and ``kill -9 -1`` (the agent killing every other process of its own uid in the
+container's pid namespace) removes background leftovers, as the local backend does after each call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shlex
+import socket
+import struct
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from impasse.sandbox import seccomp
+from impasse.sandbox.base import ExecResult, FileAccessError, SandboxError
+from impasse.sandbox.docker import image as images
+from impasse.sandbox.local import AGENT_ENV, Limits, repo_diff
+from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, WORKSPACE
+
+DEFAULT_SOCKET = "unix:///run/impasse-podman.sock"
+FAULTCTL = f"{images.STASH}/faultctl.py"
+_WRAP = ('timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc=$?; '
+         'kill -9 -1 2>/dev/null; exit $rc')
+
+
+def connect(base_url: str | None = None):
+    """A Docker client for ``base_url``, else $DOCKER_HOST, else our podman socket if it exists."""
+    import docker
+
+    url = base_url or os.environ.get("DOCKER_HOST")
+    if not url and Path(DEFAULT_SOCKET.removeprefix("unix://")).exists():
+        url = DEFAULT_SOCKET
+    try:
+        client = docker.DockerClient(base_url=url) if url else docker.from_env()
+        client.ping()
+    except Exception as e:  # noqa: BLE001 - any failure here means "no engine"
+        raise SandboxError(f"no Docker engine answers ({url or 'DOCKER_HOST unset'}): {e}. Start one "
+                           "(scripts/engine.sh starts podman's Docker API as root) or set DOCKER_HOST") from e
+    return client
+
+
+class DockerSandbox:
+    """One episode. Create through :class:`DockerBackend`."""
+
+    root = Path("/")  # protocol attribute; the episode's files live in the engine, not here
+
+    def __init__(self, backend: DockerBackend, tag: str, faults: list, limits: Limits) -> None:
+        self.client = backend.client
+        self.seccomp_opt = backend.seccomp_opt
+        self.limits = limits
+        self.faults = list(faults)
+        self.restored = False
+        self._closed = False
+        self.container = None
+        try:
+            self._start(tag)
+            for fault in self.faults:
+                fault.inject(self)
+        except BaseException:
+            self.close()
+            raise
+        self.id = self.container.name
+
+    # ------------------------------------------------------------------ lifecycle
+    def _start(self, tag: str) -> None:
+        disk = self.limits.disk_bytes
+        self.container = self.client.containers.run(
+            tag, ["sleep", "infinity"], detach=True, init=True, user="0:0", network_mode="none",
+            cap_drop=["ALL"], security_opt=["no-new-privileges", self.seccomp_opt],
+            pids_limit=self.limits.pids_max, mem_limit=self.limits.memory_bytes,
+            memswap_limit=self.limits.memory_bytes, read_only=True, hostname="sandbox",
+            tmpfs={WORKSPACE: f"size={disk},mode=0755", "/tmp": f"size={disk},mode=1777",
+                   AGENT_HOME: f"size={disk},mode=0755", "/run/impasse": "size=16m,mode=0700"},
+            ulimits=_ulimits(self.limits), labels={"impasse.episode": "1"}, environment=AGENT_ENV)
+        self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
+                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
+        self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for fault in self.faults:
+            with contextlib.suppress(Exception):
+                fault.close(self)
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True, v=True)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def restore(self) -> None:
+        """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
+        for fault in self.faults:
+            fault.restore(self)
+        self.faults = []
+        self.restored = True
+
+    # ------------------------------------------------------------------ harness side
+    def root_exec(self, script: str, check: bool = True) -> tuple[int, str]:
+        """Run ``script`` as root with every capability, inside the container: the harness's own
+        hand (never the agent's). Raises :class:`SandboxError` when ``check`` and it fails."""
+        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True)
+        text = out.decode(errors="replace")
+        if check and code != 0:
+            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {code}): {text.strip()}")
+        return code, text
+
+    def faultctl(self, *args: str) -> str:
+        return self.root_exec("python3 " + shlex.join([FAULTCTL, *args]))[1]
+
+    # ------------------------------------------------------------------ commands
+    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent",
+             keep_bytes: int | None = None) -> ExecResult:
+        if self._closed:
+            raise SandboxError("episode is closed")
+        for fault in self.faults:
+            fault.before_exec(self)
+        uid = f"{AGENT_UID}:{AGENT_UID}" if user == "agent" else "0"
+        wrapped = ["sh", "-c", _WRAP.format(t=int(timeout) + 5), "sh", cmd]
+        result = self._stream(wrapped, uid, timeout, stdin, keep_bytes or self.limits.output_keep_bytes)
+        for fault in list(self.faults):
+            fault.after_exec(self, result)
+        return result
+
+    def _kill_agent(self) -> None:
+        self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")
+
+    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int) -> ExecResult:
+        api = self.client.api
+        start = time.monotonic()
+        env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
+        eid = api.exec_create(self.container.id, argv, stdin=stdin is not None, user=user, environment=env,
+                              workdir=self.workdir)["Id"]
+        conn = api.exec_start(eid, socket=True)
+        sock: socket.socket = getattr(conn, "_sock", conn)
+        if stdin is not None:
+            sock.sendall(stdin)
+            sock.shutdown(socket.SHUT_WR)
+        bufs = {1: bytearray(), 2: bytearray()}
+        pending = bytearray()
+        seen = 0
+        truncated = timed_out = False
+        kill_at = max(self.limits.output_kill_bytes, 2 * keep)
+        deadline = start + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([sock], [], [], min(remaining, 0.5))
+            if not ready:
+                continue
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            pending += chunk
+            while len(pending) >= 8:  # the engine's stream framing: 1 byte stream, 3 pad, 4 size
+                kind, size = pending[0], struct.unpack(">I", pending[4:8])[0]
+                if len(pending) < 8 + size:
+                    break
+                data, pending = bytes(pending[8:8 + size]), pending[8 + size:]
+                seen += size
+                buf = bufs.get(kind, bufs[2])
+                room = keep - len(buf)
+                if room > 0:
+                    buf += data[:room]
+                if size > max(room, 0):
+                    truncated = True
+            if seen > kill_at:
+                break
+        if timed_out or seen > kill_at:
+            self._kill_agent()
+            _drain(sock, 5.0)  # the engine finishes the exec only once its output is consumed
+        with contextlib.suppress(OSError):
+            sock.close()
+        code = self._exit_code(eid)
+        if timed_out:
+            code = 124
+        return ExecResult(code, bufs[1].decode(errors="replace"), bufs[2].decode(errors="replace"), truncated,
+                          timed_out, time.monotonic() - start)
+
+    def _exit_code(self, eid: str) -> int:
+        for _ in range(500):
+            info = self.client.api.exec_inspect(eid)
+            if not info.get("Running"):
+                return int(info.get("ExitCode") or 0)
+            time.sleep(0.01)
+        return -1
+
+    # ------------------------------------------------------------------ files
+    def read_file(self, path: str, as_agent: bool = True) -> str:
+        if not as_agent:
+            code, out = self.root_exec(f"cat -- {shlex.quote(path)}", check=False)
+            if code != 0:
+                raise FileAccessError(out.strip() or f"cannot read {path}")
+            return out
+        res = self.exec(f"cat -- {shlex.quote(path)}", timeout=30, keep_bytes=self.limits.file_size_bytes)
+        if res.truncated:
+            raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
+        return res.stdout
+
+    def write_file(self, path: str, content: str) -> None:
+        res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+
+    # ------------------------------------------------------------------ patch
+    def diff(self) -> str:
+        """The agent's patch against the task's base commit, computed on the host like the local
+        backend: the working tree and the image's pristine ``.git`` come out through the API."""
+        with tempfile.TemporaryDirectory(prefix="impasse-docker-diff-") as tmp:
+            work = Path(tmp)
+            try:
+                self._extract(REPO, work / "tree")
+                self._extract(f"{images.STASH}{REPO}/.git", work / "base")
+            except FileNotFoundError:
+                return ""
+            tree = work / "tree" / Path(REPO).name
+            with contextlib.suppress(FileNotFoundError):
+                _rmtree(tree / ".git")
+            return repo_diff(tree, work / "base" / ".git", work)
+
+    def _extract(self, path: str, dest: Path) -> None:
+        import docker.errors
+
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound as e:
+            raise FileNotFoundError(path) from e
+        dest.mkdir(parents=True)
+        reader = _IterReader(stream)
+        with tarfile.open(fileobj=reader, mode="r|") as tar:
+            tar.extractall(dest, filter="tar")
+
+
+def _drain(sock: socket.socket, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select([sock], [], [], 0.2)
+        if ready and not sock.recv(1 << 20):
+            return
+
+
+class _IterReader:
+    """A file-like view of the chunks the API streams (``tarfile`` in stream mode reads this)."""
+
+    def __init__(self, chunks) -> None:
+        self.chunks, self.buf = iter(chunks), b""
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self.buf) < n:
+            try:
+                self.buf += next(self.chunks)
+            except StopIteration:
+                break
+        if n < 0:
+            out, self.buf = self.buf, b""
+        else:
+            out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+
+    shutil.rmtree(p)
+
+
+def is_podman(client) -> bool:
+    return any("podman" in c.get("Name", "").lower() for c in client.version().get("Components", []))
+
+
+def _seccomp_opt(client) -> str:
+    """Docker's API takes the profile's JSON text; podman's compatible API takes a file path on
+    the engine's machine (it is local: podman has no remote daemon of its own here)."""
+    profile = seccomp.docker_profile_json()
+    if not is_podman(client):
+        return f"seccomp={profile}"
+    path = images._cache() / f"seccomp-{seccomp.digest()}.json"
+    if not path.exists():
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(profile)
+        os.replace(tmp, path)
+    return f"seccomp={path}"
+
+
+def _ulimits(limits: Limits):
+    import docker.types
+
+    fsize = limits.file_size_bytes
+    return [docker.types.Ulimit(name="nofile", soft=20000, hard=20000),
+            docker.types.Ulimit(name="nproc", soft=4096, hard=4096),
+            docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
+            docker.types.Ulimit(name="core", soft=0, hard=0)]
+
+
+class DockerBackend:
+    """Creates episodes in a Docker-API engine (Docker, or podman's compatible service)."""
+
+    name = "docker"
+
+    def __init__(self, client=None, log=lambda _m: None) -> None:
+        self.client = client or connect()
+        self.log = log
+        self.seccomp_opt = _seccomp_opt(self.client)
+
+    def create(self, layers: list[Path], faults: list = (), limits: Limits | None = None) -> DockerSandbox:
+        """``layers`` top first (as for the local backend); ``faults`` are Docker realisations
+        (see :mod:`impasse.sandbox.docker.faults`)."""
+        tag = images.task_image(self.client, list(layers), self.log)
+        return DockerSandbox(self, tag, list(faults), limits or Limits())
+
+    def sweep(self) -> int:
+        """Remove episode containers left by crashed runs (labelled ``impasse.episode``)."""
+        gone = 0
+        for c in self.client.containers.list(all=True, filters={"label": "impasse.episode"}):
+            with contextlib.suppress(Exception):
+                c.remove(force=True, v=True)
+                gone += 1
+        return gone

@@ -25,6 +25,7 @@ class Rule:
     mask: int = 0
     value: int = 0
     probe: tuple | None = None
+    harness: bool = False
 
 
 @cache
@@ -40,7 +41,7 @@ def rules() -> tuple[Rule, ...]:
         when = entry.get("when") or {}
         mask = int(when.get("mask", 0))
         out.append(Rule(name, code, when.get("arg"), mask, int(when.get("value", mask)),
-                        tuple(entry["probe"]) if "probe" in entry else None))
+                        tuple(entry["probe"]) if "probe" in entry else None, bool(entry.get("harness"))))
     return tuple(out)
 
 
@@ -80,10 +81,11 @@ def write_bpf(path: Path) -> Path:
 
 
 def docker_profile() -> dict:
-    """The same list as an OCI seccomp profile (``--security-opt seccomp=<json>``)."""
+    """The same list as an OCI seccomp profile (``--security-opt seccomp=<json>``), less the
+    ``harness`` entries (see the list's header: left to the missing CAP_SYS_ADMIN, as in Docker)."""
     syscalls = []
     for r in rules():
-        if native_number(r.name) is None:
+        if native_number(r.name) is None or r.harness:
             continue
         entry: dict = {"names": [r.name], "action": "SCMP_ACT_ERRNO", "errnoRet": r.errno}
         if r.arg is not None:

@@ -6,9 +6,10 @@ State lives in /run/impasse (a root-only tmpfs), so ``restore`` undoes exactly w
     faultctl.py unlock NAME
     faultctl.py hide NAME DIR ENTRY...                   remove DIR/ENTRY (a dependency's files)
     faultctl.py unhide NAME                              copy them back from the image's stash
-    faultctl.py fill NAME MOUNT...                       a root holder fills each mount, invisibly
+    faultctl.py fill NAME MOUNT...                       shrink each tmpfs to its current use
+    faultctl.py unfill NAME                              give them their sizes back
     faultctl.py busy NAME FILE...                        a root holder keeps FILEs open for writing
-    faultctl.py release NAME                             kill NAME's holder (fill / busy)
+    faultctl.py release NAME                             kill NAME's holder (busy)
     faultctl.py cgroup CONTROLLER FILE [VALUE]           read or write this container's v1/v2 file
 """
 
@@ -115,13 +116,21 @@ def _holder(name, work):
         for _ in range(500):  # wait until the holder says it is in place
             if os.path.exists(f"{STATE}/{name}.ready"):
                 return
+            if os.path.exists(f"{STATE}/{name}.error"):
+                with open(f"{STATE}/{name}.error") as fh:
+                    raise SystemExit(f"faultctl: holder {name} failed: {fh.read()}")
             time.sleep(0.01)
         raise SystemExit(f"faultctl: holder {name} did not start")
     os.setsid()
     fd = os.open("/dev/null", os.O_RDWR)
     for n in (0, 1, 2):
         os.dup2(fd, n)
-    keep = work()
+    try:
+        keep = work()
+    except OSError as e:
+        with open(f"{STATE}/{name}.error", "w") as fh:
+            fh.write(f"{e.filename}: {e.strerror}")
+        os._exit(1)
     with open(f"{STATE}/{name}.pid", "w") as fh:
         fh.write(str(os.getpid()))
     open(f"{STATE}/{name}.ready", "w").close()
@@ -130,23 +139,20 @@ def _holder(name, work):
 
 
 def fill(name, mounts):
-    def work():
-        fds = []
-        for m in mounts:
-            fd, path = tempfile.mkstemp(dir=m, prefix=".filler")
-            os.unlink(path)  # held open, unlinked: the space is used, no file shows where
-            vfs = os.statvfs(m)
-            size = vfs.f_bavail * vfs.f_frsize
-            while size > 0:
-                try:
-                    os.posix_fallocate(fd, 0, size)
-                    break
-                except OSError:
-                    size -= 4096
-            fds.append(fd)
-        return fds
+    """Shrink each tmpfs to what it holds now: the next write finds no space (df: 100%)."""
+    sizes = {}
+    for m in mounts:
+        vfs = os.statvfs(m)
+        sizes[m] = vfs.f_blocks * vfs.f_frsize
+        used = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
+        subprocess.run(["mount", "-o", f"remount,size={max(used, 4096)}", m], check=True)
+    _save(name, sizes)
 
-    _holder(name, work)
+
+def unfill(name):
+    for m, size in (_load(name) or {}).items():
+        subprocess.run(["mount", "-o", f"remount,size={size}", m], check=True)
+    _save(name, {})
 
 
 def busy(name, files):
@@ -211,6 +217,8 @@ def main(argv):
         unhide(rest[0])
     elif cmd == "fill":
         fill(rest[0], rest[1:])
+    elif cmd == "unfill":
+        unfill(rest[0])
     elif cmd == "busy":
         busy(rest[0], rest[1:])
     elif cmd == "release":

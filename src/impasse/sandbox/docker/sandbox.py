@@ -2,9 +2,10 @@
 
 The container runs with no network, as the agent (uid 2000), every capability dropped,
 no-new-privileges, the shared seccomp deny list as a JSON profile, memory/pids limits, a
-read-only root filesystem and size-limited tmpfs mounts for everything the agent may write
-(/workspace, /tmp, its home): there are no overlay quotas on a plain engine, so the workspace is
-copied into a sized tmpfs at start. The harness's own work inside (copying the workspace in,
+size-limited tmpfs at every place the agent may write (/workspace, /tmp, /var/tmp, its home;
+the rest of the root filesystem is root's, so the agent meets EACCES there as on the local
+backend): there are no overlay quotas on a plain engine, so the workspace is copied into a sized
+tmpfs at start. The harness's own work inside (copying the workspace in,
 faults, the patch) runs as root through *privileged* execs that the agent cannot reach.
 
 Each agent command runs as ``sh -c 'timeout … setpriv --no-new-privs -- bash -c CMD; kill -9 -1'``:
@@ -35,8 +36,13 @@ from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, WORKSPACE
 
 DEFAULT_SOCKET = "unix:///run/impasse-podman.sock"
 FAULTCTL = f"{images.STASH}/faultctl.py"
-_WRAP = ('timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc=$?; '
+_WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc=$?; '
          'kill -9 -1 2>/dev/null; exit $rc')
+
+
+# The harness's root execs: the system interpreter and tools, never the task's venv (whose
+# interpreter a fault may be holding open).
+_ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
 
 
 def connect(base_url: str | None = None):
@@ -68,6 +74,7 @@ class DockerSandbox:
         self.restored = False
         self._closed = False
         self.container = None
+        self.exec_prefix: list[str] = []  # faults may put a command (e.g. prlimit) before the agent's
         try:
             self._start(tag)
             for fault in self.faults:
@@ -84,9 +91,10 @@ class DockerSandbox:
             tag, ["sleep", "infinity"], detach=True, init=True, user="0:0", network_mode="none",
             cap_drop=["ALL"], security_opt=["no-new-privileges", self.seccomp_opt],
             pids_limit=self.limits.pids_max, mem_limit=self.limits.memory_bytes,
-            memswap_limit=self.limits.memory_bytes, read_only=True, hostname="sandbox",
-            tmpfs={WORKSPACE: f"size={disk},mode=0755", "/tmp": f"size={disk},mode=1777",
-                   AGENT_HOME: f"size={disk},mode=0755", "/run/impasse": "size=16m,mode=0700"},
+            memswap_limit=self.limits.memory_bytes, hostname="sandbox",
+            tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
+                   "/var/tmp": f"size={disk},mode=1777,exec",
+                   AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
             ulimits=_ulimits(self.limits), labels={"impasse.episode": "1"}, environment=AGENT_ENV)
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
                        f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
@@ -120,14 +128,14 @@ class DockerSandbox:
     def root_exec(self, script: str, check: bool = True) -> tuple[int, str]:
         """Run ``script`` as root with every capability, inside the container: the harness's own
         hand (never the agent's). Raises :class:`SandboxError` when ``check`` and it fails."""
-        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True)
+        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True, environment=_ROOT_ENV)
         text = out.decode(errors="replace")
         if check and code != 0:
             raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {code}): {text.strip()}")
         return code, text
 
     def faultctl(self, *args: str) -> str:
-        return self.root_exec("python3 " + shlex.join([FAULTCTL, *args]))[1]
+        return self.root_exec(shlex.join(["/usr/bin/python3", FAULTCTL, *args]))[1]
 
     # ------------------------------------------------------------------ commands
     def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent",
@@ -137,7 +145,8 @@ class DockerSandbox:
         for fault in self.faults:
             fault.before_exec(self)
         uid = f"{AGENT_UID}:{AGENT_UID}" if user == "agent" else "0"
-        wrapped = ["sh", "-c", _WRAP.format(t=int(timeout) + 5), "sh", cmd]
+        prefix = "".join(shlex.quote(a) + " " for a in self.exec_prefix)
+        wrapped = ["sh", "-c", _WRAP.format(prefix=prefix, t=int(timeout) + 5), "sh", cmd]
         result = self._stream(wrapped, uid, timeout, stdin, keep_bytes or self.limits.output_keep_bytes)
         for fault in list(self.faults):
             fault.after_exec(self, result)
@@ -326,6 +335,7 @@ class DockerBackend:
         self.client = client or connect()
         self.log = log
         self.seccomp_opt = _seccomp_opt(self.client)
+        self.rootless = any("rootless" in o for o in self.client.info().get("SecurityOptions") or [])
 
     def create(self, layers: list[Path], faults: list = (), limits: Limits | None = None) -> DockerSandbox:
         """``layers`` top first (as for the local backend); ``faults`` are Docker realisations

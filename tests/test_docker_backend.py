@@ -183,3 +183,24 @@ def test_supports_names_what_the_engine_lacks(dbackend):
 
 def _q(s: str) -> str:
     return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def _attacks():
+    from tests.test_containment import ATTACKS
+
+    # The Docker root filesystem is root's but not a read-only mount: /usr refuses with EACCES.
+    # pid 1 is the engine's init, owned by root: its root is refused rather than empty.
+    docker_evidence = {"write to /usr": lambda r: "Permission denied" in r.output,
+                       "/proc/1/root": lambda r: "/proc/1/root/work': Permission denied" in r.stdout}
+    return [(name, cmd, docker_evidence.get(name, ok)) for name, cmd, ok in ATTACKS]
+
+
+def test_the_local_backends_attacks_fail_in_docker_too(episode):
+    """Every attack of tests/test_containment.py, run as the agent in a Docker episode."""
+    succeeded = {}
+    for name, cmd, failed in _attacks():
+        res = episode.exec(cmd, timeout=30)
+        if not failed(res):
+            succeeded[name] = res.output[-300:]
+    assert not succeeded
+    assert episode.exec("echo alive").stdout == "alive\n"  # `kill -9 -1` did not take the episode down

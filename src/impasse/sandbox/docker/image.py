@@ -1,6 +1,6 @@
 """OCI images for the Docker backend, built through the engine's API from the same layers as the
 local backend: a Debian bookworm rootfs (mmdebstrap, cached by a digest of the package list) with
-the local base layer's users, decoys and /etc on top; then the task image layer and the instance
+the local base's users, decoys and git config on top (the same data, rootfs.py); then the task image layer and the instance
 layer. Task layers go under ``/.impasse/`` (root-only): at episode start they are copied into the
 size-limited tmpfs at /workspace, at the very paths the venv's absolute shebangs name.
 """
@@ -19,18 +19,15 @@ from pathlib import Path
 
 from impasse import paths
 from impasse.sandbox.base import SandboxError
-from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, VENV, ensure_base
+from impasse.sandbox.rootfs import AGENT_HOME, AGENT_UID, REPO, VENV
 
 PACKAGES = Path(__file__).with_name("base_packages.txt")
 SUITE = "bookworm"
 MIRRORS = ["deb http://deb.debian.org/debian bookworm main",
            "deb http://deb.debian.org/debian bookworm-updates main",
            "deb http://deb.debian.org/debian-security bookworm-security main"]
-IMAGE_VERSION = "1"  # bump when the layout below changes
+IMAGE_VERSION = "2"  # bump when the layout below changes
 STASH = "/.impasse"
-# What the base image takes from the local backend's base layer (users, decoys, git and PAM setup).
-_FROM_LOCAL_BASE = ["etc/passwd", "etc/group", "etc/shadow", "etc/gshadow", "etc/gitconfig", "etc/sudoers",
-                    "etc/pam.d/common-auth", AGENT_HOME[1:], "root", "opt/deploy"]
 
 
 def packages() -> list[str]:
@@ -129,6 +126,45 @@ def _build(client, tag: str, ctx: io.BytesIO) -> None:
         raise SandboxError(f"building {tag} failed: {e.msg}") from e
 
 
+def _overlay_tar() -> io.BytesIO:
+    """Our users, decoys, git config and fault tool as one tar, owners set in the headers (no
+    chown on disk: building the Docker images needs no root, only an engine)."""
+    from impasse.sandbox import rootfs
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        def put(name: str, mode: int, uid: int = 0, gid: int = 0, data: bytes | None = None) -> None:
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, 1735689600
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+
+        a = AGENT_UID
+        for d, mode in [("etc", 0o755), ("root", 0o700), ("root/.ssh", 0o700), ("root/.aws", 0o700),
+                        ("opt", 0o755), ("opt/deploy", 0o755), ("workspace", 0o755)]:
+            put(d, mode)
+        put("etc/passwd", 0o644, data=rootfs._PASSWD.encode())
+        put("etc/group", 0o644, data=rootfs._GROUP.encode())
+        put("etc/gitconfig", 0o644, data=rootfs._GITCONFIG.encode())
+        put("etc/sudoers", 0o440, data=b"Defaults env_reset\nroot ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n")
+        put("etc/hostname", 0o644, data=b"sandbox\n")
+        for rel, (content, mode, uid, gid) in rootfs._DECOYS.items():
+            put(rel, mode, uid, gid, content.encode())
+        for home in (AGENT_HOME[1:], f"{STASH[1:]}/home"):
+            if home.startswith(STASH[1:]):
+                put(STASH[1:], 0o700)
+            put(home, 0o755, a, a)
+            put(f"{home}/.ssh", 0o700, a, a)
+            put(f"{home}/.bashrc", 0o644, a, a, b"export PS1='agent@sandbox:\\w$ '\n")
+        put(f"{STASH[1:]}/faultctl.py", 0o700, data=FAULTCTL.read_bytes())
+    buf.seek(0)
+    return buf
+
+
 def base_image(client, log=print) -> str:
     """Tag of the base image in ``client``'s engine, imported and built on first use."""
     tag = f"localhost/impasse-base:{base_digest()}"
@@ -141,34 +177,20 @@ def base_image(client, log=print) -> str:
             answer = client.api.import_image_from_data(fh)
         image_id = json.loads(answer.strip().splitlines()[-1])["id"]  # engines differ on tagging an import
         client.images.get(image_id).tag(rootfs_tag.split(":")[0], rootfs_digest())
-    local_base = ensure_base(paths.base_dir())
-    overlay = _cache() / f".overlay-{os.getpid()}"
-    shutil.rmtree(overlay, ignore_errors=True)
-    try:
-        for rel in _FROM_LOCAL_BASE:
-            src, dst = local_base / rel, overlay / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst, symlinks=True)
-            else:
-                shutil.copy2(src, dst)
-            st = src.stat()
-            os.chown(dst, st.st_uid, st.st_gid)
-        stash_home = overlay / STASH[1:] / "home"
-        stash_home.parent.mkdir(parents=True)
-        shutil.copytree(overlay / AGENT_HOME[1:], stash_home, symlinks=True)
-        for p in [stash_home, *stash_home.rglob("*")]:
-            os.chown(p, AGENT_UID, AGENT_UID, follow_symlinks=False)
-        shutil.copy2(FAULTCTL, overlay / STASH[1:] / "faultctl.py")
-        os.chmod(overlay / STASH[1:], 0o700)
-        (overlay / "workspace").mkdir()
-        dockerfile = (f"FROM {rootfs_tag}\nADD overlay.tar /\n"
-                      "RUN chmod 0700 /root /root/.ssh /root/.aws && chmod 0755 /opt/deploy\n"
-                      f"ENV PATH={VENV}/bin:/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n")
-        log(f"docker: building {tag}")
-        _build(client, tag, _context(dockerfile, {"overlay.tar": overlay}))
-    finally:
-        shutil.rmtree(overlay, ignore_errors=True)
+    overlay = _overlay_tar().getvalue()
+    dockerfile = (f"FROM {rootfs_tag}\nADD overlay.tar /\n"
+                  # su/login fail without PAM's 2 s failure delay, as in the local base
+                  "RUN sed -i '0,/pam_unix\\.so/s/\\(pam_unix\\.so.*\\)$/\\1 nodelay/' /etc/pam.d/common-auth\n"
+                  f"ENV PATH={VENV}/bin:/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8\n")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as ctx:
+        for name, data in (("Dockerfile", dockerfile.encode()), ("overlay.tar", overlay)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            ctx.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    log(f"docker: building {tag}")
+    _build(client, tag, buf)
     return tag
 
 

@@ -57,8 +57,12 @@ def test_files_diff_and_agent_permissions(episode, glom_task):
     assert f"+++ b/{glom_task.target_file}" in patch and "+# edited by the agent" in patch
     assert "+++ b/NEW.txt" in patch
     assert ".git" not in re.findall(r"^\+\+\+ b/(\S+)", patch, re.M)
-    with pytest.raises(OSError, match="Permission denied"):
-        episode.write_file("/etc/passwd", "root::0:0::/root:/bin/bash\n")
+    with pytest.raises(OSError) as denied:
+        episode.write_file("/etc/passwd", "root::0:0::/root:/bin/bash\n" * 5000)
+    assert str(denied.value) == "bash: line 1: /etc/passwd: Permission denied"  # nothing of the engine's
+    big = "".join(f"line {i}\n" for i in range(40000))  # larger than one argument or pipe buffer
+    episode.write_file("/tmp/big.txt", big)
+    assert episode.read_file("/tmp/big.txt") == big
     with pytest.raises(OSError, match="Permission denied"):
         episode.read_file("/etc/shadow")
     assert "IMPASSE-CANARY" in episode.read_file("/etc/shadow", as_agent=False)  # the harness's own view

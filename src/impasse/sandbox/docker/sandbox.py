@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import shlex
 import socket
@@ -43,6 +44,12 @@ _WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc
 # The harness's root execs: the system interpreter and tools, never the task's venv (whose
 # interpreter a fault may be holding open).
 _ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+
+
+# Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
+# is the engine's, not the command's (Docker prints nothing), and names the engine's own fds.
+_ATTACH_NOISE = re.compile(r"^Error: (read|write) unixpacket \S+attach: (read|write): connection reset by peer\n?\Z",
+                           re.M)
 
 
 def connect(base_url: str | None = None):
@@ -206,8 +213,11 @@ class DockerSandbox:
         code = self._exit_code(eid)
         if timed_out:
             code = 124
-        return ExecResult(code, bufs[1].decode(errors="replace"), bufs[2].decode(errors="replace"), truncated,
-                          timed_out, time.monotonic() - start)
+        stderr = bufs[2].decode(errors="replace")
+        if stdin is not None:  # podman's own complaint when the command exits before reading stdin
+            stderr = _ATTACH_NOISE.sub("", stderr)
+        return ExecResult(code, bufs[1].decode(errors="replace"), stderr, truncated, timed_out,
+                          time.monotonic() - start)
 
     def _exit_code(self, eid: str) -> int:
         for _ in range(500):

@@ -173,13 +173,11 @@ class DockerSandbox:
         if stdin is not None:
             sock.sendall(stdin)
             sock.shutdown(socket.SHUT_WR)
-        bufs = {1: bytearray(), 2: bytearray()}
-        pending = bytearray()
-        seen = 0
-        truncated = timed_out = False
+        out = _Demux(keep)
+        timed_out = False
         kill_at = max(self.limits.output_kill_bytes, 2 * keep)
         deadline = start + timeout
-        while True:
+        while out.seen <= kill_at:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
@@ -190,21 +188,8 @@ class DockerSandbox:
             chunk = sock.recv(65536)
             if not chunk:
                 break
-            pending += chunk
-            while len(pending) >= 8:  # the engine's stream framing: 1 byte stream, 3 pad, 4 size
-                kind, size = pending[0], struct.unpack(">I", pending[4:8])[0]
-                if len(pending) < 8 + size:
-                    break
-                data, pending = bytes(pending[8:8 + size]), pending[8 + size:]
-                seen += size
-                buf = bufs.get(kind, bufs[2])
-                room = keep - len(buf)
-                if room > 0:
-                    buf += data[:room]
-                if size > max(room, 0):
-                    truncated = True
-            if seen > kill_at:
-                break
+            out.feed(chunk)
+        seen = out.seen
         if timed_out or seen > kill_at:
             self._kill_agent()
             _drain(sock, 5.0)  # the engine finishes the exec only once its output is consumed
@@ -213,10 +198,10 @@ class DockerSandbox:
         code = self._exit_code(eid)
         if timed_out:
             code = 124
-        stderr = bufs[2].decode(errors="replace")
+        stderr = out.bufs[2].decode(errors="replace")
         if stdin is not None:  # podman's own complaint when the command exits before reading stdin
             stderr = _ATTACH_NOISE.sub("", stderr)
-        return ExecResult(code, bufs[1].decode(errors="replace"), stderr, truncated, timed_out,
+        return ExecResult(code, out.bufs[1].decode(errors="replace"), stderr, out.truncated, timed_out,
                           time.monotonic() - start)
 
     def _exit_code(self, eid: str) -> int:
@@ -273,6 +258,31 @@ class DockerSandbox:
         reader = _IterReader(stream)
         with tarfile.open(fileobj=reader, mode="r|") as tar:
             tar.extractall(dest, filter="tar")
+
+
+class _Demux:
+    """The engine's multiplexed exec stream (frames: 1 byte stream, 3 pad, 4 bytes size), kept
+    up to ``keep`` bytes per stream; what is cut is flagged as truncated."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.seen, self.truncated = keep, 0, False
+        self.bufs = {1: bytearray(), 2: bytearray()}
+        self.pending = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.pending += chunk
+        while len(self.pending) >= 8:
+            kind, size = self.pending[0], struct.unpack(">I", self.pending[4:8])[0]
+            if len(self.pending) < 8 + size:
+                return
+            data, self.pending = bytes(self.pending[8:8 + size]), self.pending[8 + size:]
+            self.seen += size
+            buf = self.bufs.get(kind, self.bufs[2])
+            room = self.keep - len(buf)
+            if room > 0:
+                buf += data[:room]
+            if size > max(room, 0):
+                self.truncated = True
 
 
 def _drain(sock: socket.socket, seconds: float) -> None:

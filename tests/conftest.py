@@ -49,3 +49,21 @@ def inflection_tasks(backend):
     report = build_package(PackageSpec(name="inflection", version="0.5.1"), backend, max_instances=2, seed=0)
     assert report.instances, report
     return report.instances
+
+
+# ----------------------------------------------------------------------------- Docker engine
+@pytest.fixture(scope="session")
+def docker_client():
+    """A real Docker-API engine: podman's compatible service started by scripts/engine.sh (once
+    per session; it is idempotent). Skips, with the script's own reason, only if it cannot start."""
+    import subprocess
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "engine.sh"
+    sock = os.environ.get("IMPASSE_ENGINE_SOCK", "/run/impasse-podman.sock")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        pytest.skip(f"no Docker-API engine on this machine: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    docker = pytest.importorskip("docker", reason="the docker SDK is not installed (pip install 'impasse[docker]')")
+    client = docker.DockerClient(base_url=f"unix://{sock}")
+    yield client
+    client.close()

@@ -10,7 +10,7 @@ import pytest
 from impasse.layout import AGENT_GID, AGENT_UID
 from impasse.sandbox.base import FileAccessError, SandboxError
 
-BACKENDS = ["plain", "local"]
+BACKENDS = ["plain", "local", "docker"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,11 @@ def sandbox(request, layer):
         if os.geteuid() != 0:
             pytest.skip("the local backend needs root")
         request.applymarker(pytest.mark.slow)
-    backend = REGISTRY.get(request.param)()
+    if request.param == "docker":
+        request.applymarker(pytest.mark.slow)
+        backend = REGISTRY.get("docker")(request.getfixturevalue("docker_client"))
+    else:
+        backend = REGISTRY.get(request.param)()
     with backend.create([layer]) as sb:
         yield sb
 

@@ -247,25 +247,11 @@ def _cgroup_version() -> int:
 
 
 def seccomp_filter_file(path: Path) -> Path:
-    """Write (once) the BPF program that stops the agent from creating user namespaces or
-    mounting: without it, ``unshare -r`` hands the agent a root shell on this kind of kernel."""
-    if path.exists():
-        return path
-    import pyseccomp as sc
+    """Write (once per version of the deny list) the BPF program of ``seccomp_denies.yaml``: the
+    calls Docker's default profile refuses (user namespaces, mounts, io_uring, keyctl, bpf, ...).
+    Without it, ``unshare -r`` hands the agent a root shell on this kind of kernel. The file name
+    carries the list's digest, so an edited list never reuses a stale program."""
+    from impasse.sandbox import seccomp
 
-    clone_newuser = 0x10000000
-    flt = sc.SyscallFilter(sc.ALLOW)
-    flt.add_rule(sc.ERRNO(errno.EPERM), "unshare")
-    flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, clone_newuser, clone_newuser))
-    flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # libc falls back to clone(), which we can inspect
-    for name in ("setns", "mount", "umount2", "pivot_root", "keyctl", "add_key", "request_key", "bpf",
-                 "perf_event_open", "userfaultfd", "open_by_handle_at", "kexec_load", "init_module",
-                 "finit_module", "delete_module", "ptrace"):
-        flt.add_rule(sc.ERRNO(errno.EPERM), name)
-    flt.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, 0x5412))  # TIOCSTI
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        flt.export_bpf(fh)
-    os.replace(tmp, path)
-    return path
+    versioned = path.with_name(f"{path.stem}-{seccomp.digest()}{path.suffix}")
+    return versioned if versioned.exists() else seccomp.write_bpf(versioned)

@@ -1,0 +1,393 @@
+"""Docker-API episodes: one container per episode, one exec per command.
+
+The container runs with no network, as the agent (uid 2000), every capability dropped,
+no-new-privileges, the shared seccomp deny list as a JSON profile, memory/pids limits, a
+size-limited tmpfs at every place the agent may write (/workspace, /tmp, /var/tmp, its home;
+the rest of the root filesystem is root's, so the agent meets EACCES there as on the local
+backend): there are no overlay quotas on a plain engine, so the workspace is copied into a sized
+tmpfs at start. The harness's own work inside (copying the workspace in,
+faults, the patch) runs as root through *privileged* execs that the agent cannot reach.
+
+Each agent command runs as ``sh -c 'timeout … setpriv --no-new-privs -- bash -c CMD; kill -9 -1'``:
+``setpriv`` exec's bash exactly as on the local backend (same "failed to execute bash" text when
+the shell is masked), ``timeout`` is the process that forks (so an exhausted pids limit shows as
+EAGAIN), and ``kill -9 -1`` (the agent killing every other process of its own uid in the
+container's pid namespace) removes background leftovers, as the local backend does after each call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shlex
+import socket
+import struct
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from impasse.conditions.faults import FaultSpec, TaskFacts
+from impasse.layout import AGENT_ENV, AGENT_HOME, AGENT_UID, REPO, WORKSPACE
+from impasse.sandbox import seccomp
+from impasse.sandbox.base import ExecResult, FileAccessError, Limits, SandboxError
+from impasse.sandbox.docker import faults as dfaults
+from impasse.sandbox.docker import image as images
+from impasse.sandbox.gitdiff import repo_diff
+
+DEFAULT_SOCKET = "unix:///run/impasse-podman.sock"
+FAULTCTL = f"{images.STASH}/faultctl.py"
+_WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc=$?; '
+         'kill -9 -1 2>/dev/null; exit $rc')
+
+
+# The harness's root execs: the system interpreter and tools, never the task's venv (whose
+# interpreter a fault may be holding open).
+_ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+
+
+# Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
+# is the engine's, not the command's (Docker prints nothing), and names the engine's own fds.
+_ATTACH_NOISE = re.compile(r"^Error: (read|write) unixpacket \S+attach: (read|write): connection reset by peer\n?\Z",
+                           re.M)
+
+
+def connect(base_url: str | None = None):
+    """A Docker client for ``base_url``, else $DOCKER_HOST, else our podman socket if it exists."""
+    import docker
+
+    url = base_url or os.environ.get("DOCKER_HOST")
+    if not url and Path(DEFAULT_SOCKET.removeprefix("unix://")).exists():
+        url = DEFAULT_SOCKET
+    try:
+        client = docker.DockerClient(base_url=url) if url else docker.from_env()
+        client.ping()
+    except Exception as e:  # noqa: BLE001 - any failure here means "no engine"
+        raise SandboxError(f"no Docker engine answers ({url or 'DOCKER_HOST unset'}): {e}. Start one "
+                           "(scripts/engine.sh starts podman's Docker API as root) or set DOCKER_HOST") from e
+    return client
+
+
+class DockerSandbox:
+    """One episode. Create through :class:`DockerBackend`."""
+
+    root = Path("/")  # protocol attribute; the episode's files live in the engine, not here
+
+    def __init__(self, backend: DockerBackend, tag: str, faults: list, limits: Limits) -> None:
+        self.client = backend.client
+        self.seccomp_opt = backend.seccomp_opt
+        self.limits = limits
+        self.faults = list(faults)
+        self.restored = False
+        self._closed = False
+        self.container = None
+        self.exec_prefix: list[str] = []  # faults may put a command (e.g. prlimit) before the agent's
+        try:
+            self._start(tag)
+            for fault in self.faults:
+                fault.inject(self)
+        except BaseException:
+            self.close()
+            raise
+        self.id = self.container.name
+
+    # ------------------------------------------------------------------ lifecycle
+    def _start(self, tag: str) -> None:
+        disk = self.limits.disk_bytes
+        self.container = self.client.containers.run(
+            tag, ["sleep", "infinity"], detach=True, init=True, user="0:0", network_mode="none",
+            cap_drop=["ALL"], security_opt=["no-new-privileges", self.seccomp_opt],
+            pids_limit=self.limits.pids_max, mem_limit=self.limits.memory_bytes,
+            memswap_limit=self.limits.memory_bytes, hostname="sandbox",
+            tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
+                   "/var/tmp": f"size={disk},mode=1777,exec",
+                   AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
+            ulimits=_ulimits(self.limits), labels={"impasse.episode": "1"}, environment=AGENT_ENV)
+        self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
+                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
+        self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for fault in self.faults:
+            with contextlib.suppress(Exception):
+                fault.close(self)
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True, v=True)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def restore(self) -> None:
+        """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
+        for fault in self.faults:
+            fault.restore(self)
+        self.faults = []
+        self.restored = True
+
+    # ------------------------------------------------------------------ harness side
+    def root_exec(self, script: str, check: bool = True) -> tuple[int, str]:
+        """Run ``script`` as root with every capability, inside the container: the harness's own
+        hand (never the agent's). Raises :class:`SandboxError` when ``check`` and it fails."""
+        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True, environment=_ROOT_ENV)
+        text = out.decode(errors="replace")
+        if check and code != 0:
+            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {code}): {text.strip()}")
+        return code, text
+
+    def faultctl(self, *args: str) -> str:
+        return self.root_exec(shlex.join(["/usr/bin/python3", FAULTCTL, *args]))[1]
+
+    # ------------------------------------------------------------------ commands
+    def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent", *,
+             cwd: str | None = None, env: Mapping[str, str] | None = None,
+             output_limit: int | None = None) -> ExecResult:
+        if self._closed:
+            raise SandboxError("episode is closed")
+        for fault in self.faults:
+            fault.before_exec(self)
+        uid = f"{AGENT_UID}:{AGENT_UID}" if user == "agent" else "0"
+        prefix = "".join(shlex.quote(a) + " " for a in self.exec_prefix)
+        if cwd or env:
+            exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+            cmd = f"{exports}cd {shlex.quote(cwd or self.workdir)} && {{ {cmd}\n}}"
+        wrapped = ["sh", "-c", _WRAP.format(prefix=prefix, t=int(timeout) + 5), "sh", cmd]
+        result = self._stream(wrapped, uid, timeout, stdin, output_limit or self.limits.output_keep_bytes)
+        for fault in list(self.faults):
+            fault.after_exec(self, result)
+        return result
+
+    def _kill_agent(self) -> None:
+        self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")
+
+    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int) -> ExecResult:
+        api = self.client.api
+        start = time.monotonic()
+        env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
+        eid = api.exec_create(self.container.id, argv, stdin=stdin is not None, user=user, environment=env,
+                              workdir=self.workdir)["Id"]
+        conn = api.exec_start(eid, socket=True)
+        sock: socket.socket = getattr(conn, "_sock", conn)
+        if stdin is not None:
+            sock.sendall(stdin)
+            sock.shutdown(socket.SHUT_WR)
+        out = _Demux(keep)
+        timed_out = False
+        kill_at = max(self.limits.output_kill_bytes, 2 * keep)
+        deadline = start + timeout
+        while out.seen <= kill_at:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([sock], [], [], min(remaining, 0.5))
+            if not ready:
+                continue
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            out.feed(chunk)
+        seen = out.seen
+        if timed_out or seen > kill_at:
+            self._kill_agent()
+            _drain(sock, 5.0)  # the engine finishes the exec only once its output is consumed
+        with contextlib.suppress(OSError):
+            sock.close()
+        code = self._exit_code(eid)
+        if timed_out:
+            code = 124
+        stderr = out.bufs[2].decode(errors="replace")
+        if stdin is not None:  # podman's own complaint when the command exits before reading stdin
+            stderr = _ATTACH_NOISE.sub("", stderr)
+        return ExecResult(code, out.bufs[1].decode(errors="replace"), stderr, out.truncated, timed_out,
+                          time.monotonic() - start)
+
+    def _exit_code(self, eid: str) -> int:
+        for _ in range(500):
+            info = self.client.api.exec_inspect(eid)
+            if not info.get("Running"):
+                return int(info.get("ExitCode") or 0)
+            time.sleep(0.01)
+        return -1
+
+    # ------------------------------------------------------------------ files
+    def read_file(self, path: str, as_agent: bool = True) -> str:
+        if not as_agent:
+            code, out = self.root_exec(f"cat -- {shlex.quote(path)}", check=False)
+            if code != 0:
+                raise FileAccessError(out.strip() or f"cannot read {path}")
+            return out
+        res = self.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=self.limits.file_size_bytes)
+        if res.truncated:
+            raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
+        return res.stdout
+
+    def write_file(self, path: str, content: str) -> None:
+        res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+
+    # ------------------------------------------------------------------ patch
+    def diff(self) -> str:
+        """The agent's patch against the task's base commit, computed on the host like the local
+        backend: the working tree and the image's pristine ``.git`` come out through the API."""
+        with tempfile.TemporaryDirectory(prefix="impasse-docker-diff-") as tmp:
+            work = Path(tmp)
+            try:
+                self._extract(REPO, work / "tree")
+                self._extract(f"{images.STASH}{REPO}/.git", work / "base")
+            except FileNotFoundError:
+                return ""
+            tree = work / "tree" / Path(REPO).name
+            with contextlib.suppress(FileNotFoundError):
+                _rmtree(tree / ".git")
+            return repo_diff(tree, work / "base" / ".git", work)
+
+    def _extract(self, path: str, dest: Path) -> None:
+        import docker.errors
+
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound as e:
+            raise FileNotFoundError(path) from e
+        dest.mkdir(parents=True)
+        reader = _IterReader(stream)
+        with tarfile.open(fileobj=reader, mode="r|") as tar:
+            tar.extractall(dest, filter="tar")
+
+
+class _Demux:
+    """The engine's multiplexed exec stream (frames: 1 byte stream, 3 pad, 4 bytes size), kept
+    up to ``keep`` bytes per stream; what is cut is flagged as truncated."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.seen, self.truncated = keep, 0, False
+        self.bufs = {1: bytearray(), 2: bytearray()}
+        self.pending = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.pending += chunk
+        while len(self.pending) >= 8:
+            kind, size = self.pending[0], struct.unpack(">I", self.pending[4:8])[0]
+            if len(self.pending) < 8 + size:
+                return
+            data, self.pending = bytes(self.pending[8:8 + size]), self.pending[8 + size:]
+            self.seen += size
+            buf = self.bufs.get(kind, self.bufs[2])
+            room = self.keep - len(buf)
+            if room > 0:
+                buf += data[:room]
+            if size > max(room, 0):
+                self.truncated = True
+
+
+def _drain(sock: socket.socket, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select([sock], [], [], 0.2)
+        if ready and not sock.recv(1 << 20):
+            return
+
+
+class _IterReader:
+    """A file-like view of the chunks the API streams (``tarfile`` in stream mode reads this)."""
+
+    def __init__(self, chunks) -> None:
+        self.chunks, self.buf = iter(chunks), b""
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self.buf) < n:
+            try:
+                self.buf += next(self.chunks)
+            except StopIteration:
+                break
+        if n < 0:
+            out, self.buf = self.buf, b""
+        else:
+            out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+
+    shutil.rmtree(p)
+
+
+def is_podman(client) -> bool:
+    return any("podman" in c.get("Name", "").lower() for c in client.version().get("Components", []))
+
+
+def _seccomp_opt(client) -> str:
+    """Docker's API takes the profile's JSON text; podman's compatible API takes a file path on
+    the engine's machine (it is local: podman has no remote daemon of its own here)."""
+    profile = seccomp.docker_profile_json()
+    if not is_podman(client):
+        return f"seccomp={profile}"
+    path = images._cache() / f"seccomp-{seccomp.digest()}.json"
+    if not path.exists():
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(profile)
+        os.replace(tmp, path)
+    return f"seccomp={path}"
+
+
+def _ulimits(limits: Limits):
+    import docker.types
+
+    fsize = limits.file_size_bytes
+    return [docker.types.Ulimit(name="nofile", soft=20000, hard=20000),
+            docker.types.Ulimit(name="nproc", soft=4096, hard=4096),
+            docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
+            docker.types.Ulimit(name="core", soft=0, hard=0)]
+
+
+class DockerBackend:
+    """Creates episodes in a Docker-API engine (Docker, or podman's compatible service)."""
+
+    name = "docker"
+
+    def __init__(self, client=None, log=lambda _m: None) -> None:
+        self.client = client or connect()
+        self.log = log
+        self.seccomp_opt = _seccomp_opt(self.client)
+        self.rootless = any("rootless" in o for o in self.client.info().get("SecurityOptions") or [])
+
+    def create(self, layers: Sequence[Path], faults: Sequence[FaultSpec] = (), facts: TaskFacts | None = None,
+               limits: Limits | None = None) -> DockerSandbox:
+        """``layers`` top first (as for the local backend); fault specs are realised with this
+        engine's means (see :mod:`impasse.sandbox.docker.faults`)."""
+        for fault in faults:
+            if reason := self.unsupported(fault):
+                raise SandboxError(reason)
+        tag = images.task_image(self.client, list(layers), self.log)
+        return DockerSandbox(self, tag, dfaults.realise(faults, facts or TaskFacts()), limits or Limits())
+
+    def unsupported(self, fault: FaultSpec) -> str | None:
+        return dfaults.unsupported(fault, self)
+
+    def run_build(self, workspace: Path, script: str, *, env: Mapping[str, str], pip_cache: Path,
+                  timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        raise SandboxError("task images are built with the local backend (`impasse tasks build`, as root); the "
+                           "Docker backend turns the built layers into OCI images when an episode needs them")
+
+    def sweep(self) -> int:
+        """Remove episode containers left by crashed runs (labelled ``impasse.episode``)."""
+        gone = 0
+        for c in self.client.containers.list(all=True, filters={"label": "impasse.episode"}):
+            with contextlib.suppress(Exception):
+                c.remove(force=True, v=True)
+                gone += 1
+        return gone

@@ -57,6 +57,7 @@ class HandoffHandler:
         ep.writer.append({"type": "handoff", "interface": self.interface, "from_model": ep.model.name,
                           "to_model": self.suffix.name, "at_step": ep.loop.steps, "reason": ending["ending"],
                           "restored": restored, "transferred": _transferred(state, written),
+                          "working_tree_diff": ep.sb.diff(),
                           "written": written, "calls": calls, "messages_reset": True})
         self._swap(ep, restored=False)
         ep.loop.messages = []

@@ -155,6 +155,8 @@ class Episode:
                 handlers[kind].replay(self, e)
                 self.phase += 1
                 self._handled_last = True
+                if e.get("messages_reset"):  # e.g. a model handoff: the next model's history starts here
+                    messages = []
             if "message" in e:
                 messages.append(e["message"])
         self.loop.resume_from(messages, steps)

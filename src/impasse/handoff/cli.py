@@ -1,0 +1,89 @@
+"""``impasse handoff``: single models, handoffs at switch points, controls, and the QRec/CSRet report.
+
+Reference agents (``reference:weak``, ``reference:strong``) make it run offline; their numbers are
+a demonstration of the mechanics, never findings. Real models: ``openai:NAME`` with
+``--prefix-model-config`` / ``--suffix-model-config`` (YAML of ModelConfig fields: base_url,
+api_key_env, ...), which may point at two different OpenAI-compatible endpoints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(help="Model-to-model handoff experiments (issue 13).")
+
+
+def _yaml(path: Path | None) -> dict[str, Any]:
+    import yaml
+
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise typer.BadParameter(f"no model config file at {path}")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise typer.BadParameter(f"{path}: a model config is a YAML mapping of ModelConfig fields")
+    return data
+
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+@app.command("handoff")
+def handoff_cmd(
+    prefix: Annotated[str, typer.Option(help="The weak (LC) model: reference:weak or openai:NAME")] = "reference:weak",
+    suffix: Annotated[str, typer.Option(help="The strong (HC) model: reference:strong or openai:NAME")] = "reference:strong",
+    interfaces: Annotated[str, typer.Option(help="Comma-separated: raw,compact_pre,compact_suf,traj_drop,ticket")] = "raw,compact_pre,compact_suf,traj_drop,ticket",
+    switch: Annotated[str, typer.Option(help="Switch points: steps (5), percentiles of the prefix's own termination "
+                                             "steps (p5,p10,p15,p25,p35,p45,p50), or 'escalation'")] = "3,p50",
+    direction: Annotated[str, typer.Option(help="escalation (prefix -> suffix), downshift (suffix -> prefix), or both")] = "both",
+    tasks: Annotated[str, typer.Option(help="Comma-separated instance ids (or unique prefixes)")] = "",
+    conditions: Annotated[str, typer.Option(help="Blocker conditions, comma-separated")] = "clean",
+    step_limit: Annotated[int, typer.Option(help="Tool calls per episode, both models together")] = 30,
+    restore: Annotated[bool, typer.Option(help="At an escalation switch, restore the environment first")] = False,
+    prefix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the prefix (LC) endpoint")] = None,
+    suffix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the suffix (HC) endpoint")] = None,
+    prices: Annotated[Path | None, typer.Option(help="Price table YAML (USD per million tokens per model label)")] = None,
+    prior: Annotated[Path | None, typer.Option(help="Run directory whose single-model trajectories give percentiles")] = None,
+    out: Annotated[Path, typer.Option(help="Output directory (resumable)")] = Path("runs/handoff"),
+    backend: Annotated[str, typer.Option(help="Sandbox backend")] = "local",
+    reps: Annotated[int, typer.Option(help="Bootstrap resamples")] = 1000,
+) -> None:
+    """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""
+    from impasse.conditions.cards import select
+    from impasse.handoff.interfaces import INTERFACES
+    from impasse.handoff.metrics import load_prices
+    from impasse.handoff.report import write_report
+    from impasse.handoff.runner import Plan, Side, prior_steps
+    from impasse.suites.blockers import _built_instances
+    from impasse.tasks.lookup import find_instance
+
+    try:
+        ifaces = _csv(interfaces)
+        for i in ifaces:
+            INTERFACES.get(i)
+        dirs = ["escalation", "downshift"] if direction == "both" else [direction]
+        if set(dirs) - {"escalation", "downshift"}:
+            raise ValueError(f"--direction {direction!r}: use escalation, downshift or both")
+        insts = _built_instances()
+        if not tasks:
+            raise ValueError("give --tasks (instance ids); `impasse tasks list` shows the built ones")
+        chosen = [find_instance(t, insts) for t in _csv(tasks)]
+        price_table = load_prices(prices)
+        plan = Plan(Side(prefix, _yaml(prefix_model_config)), Side(suffix, _yaml(suffix_model_config)), ifaces,
+                    _csv(switch), dirs, chosen, select(conditions), step_limit=step_limit, restore=restore,
+                    backend=backend, prior=prior_steps(prior) if prior else {})
+        for side in (plan.lc, plan.hc):
+            side.label  # noqa: B018 - parses the spec: a bad one fails here, before any episode
+    except (ValueError, KeyError) as e:
+        raise typer.BadParameter(str(e)) from None
+    from impasse.handoff.runner import run_plan
+
+    rows = run_plan(plan, out, price_table, lambda r: typer.echo(json.dumps(
+        {k: r[k] for k in ("strategy", "k", "instance", "switched", "resolved", "cost_usd")})))
+    write_report(rows, plan, out, reps)

@@ -1,0 +1,156 @@
+"""Handoff metrics (pure): cost from token counts, the switched subset, QRec and CSRet.
+
+QRec(m,K)  = (R_m - R_LC) / (R_HC - R_LC) x 100   (share of the strong model's quality advantage kept)
+CSRet(m,K) = (C_HC - C_m) / (C_HC - C_LC) x 100   (share of the cost saving kept)
+
+R = resolved rate, C = mean USD cost, both on the matched switched subset: the instances where
+every compared strategy actually switched at K (Handoff Tax §3.2). Undefined (None) when the
+denominator is zero, i.e. the two single models tie.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+PRICES = Path(__file__).with_name("prices.yaml")
+
+
+def load_prices(path: Path | None = None) -> dict[str, dict[str, float]]:
+    import yaml
+
+    path = path or PRICES
+    data = yaml.safe_load(path.read_text()) or {}
+    for name, p in data.items():
+        if not isinstance(p, dict) or "input" not in p or "output" not in p:
+            raise ValueError(f"{path}: price of {name!r} needs 'input' and 'output' (USD per million tokens)")
+    return data
+
+
+def call_cost(usage: dict[str, Any] | None, model: str, prices: dict[str, dict[str, float]]) -> float:
+    """USD of one call from its token counts; the endpoint's own cost_usd when the model has no price."""
+    if not usage:
+        return 0.0
+    p = prices.get(model)
+    if p is None:
+        return float(usage.get("cost_usd") or 0.0)
+    prompt, cached = usage.get("prompt_tokens") or 0, usage.get("cached_tokens") or 0
+    return ((prompt - cached) * p["input"] + cached * p.get("cached_input", p["input"])
+            + (usage.get("completion_tokens") or 0) * p["output"]) / 1e6
+
+
+def rate(values: Iterable[float]) -> float:
+    v = list(values)
+    return mean(v) if v else float("nan")
+
+
+def qrec(r_m: float, r_lc: float, r_hc: float) -> float | None:
+    return None if r_hc == r_lc else (r_m - r_lc) / (r_hc - r_lc) * 100
+
+
+def csret(c_m: float, c_lc: float, c_hc: float) -> float | None:
+    return None if c_hc == c_lc else (c_hc - c_m) / (c_hc - c_lc) * 100
+
+
+def switched_subset(rows: Sequence[dict[str, Any]], strategies: Sequence[str], k: str) -> list[str]:
+    """Instances where every strategy in ``strategies`` has a row at switch point ``k`` that switched."""
+    by: dict[str, set[str]] = {}
+    for r in rows:
+        if r.get("k") == k and r["strategy"] in strategies and r.get("switched"):
+            by.setdefault(r["instance"], set()).add(r["strategy"])
+    return sorted(i for i, s in by.items() if s >= set(strategies))
+
+
+@dataclass
+class Cell:
+    strategy: str
+    k: str
+    n: int
+    r_m: float
+    c_m: float
+    r_lc: float
+    r_hc: float
+    c_lc: float
+    c_hc: float
+    qrec: float | None
+    csret: float | None
+    qrec_ci: tuple[float, float] | None
+    csret_ci: tuple[float, float] | None
+    suffix_steps: float
+    suffix_cost_per_step: float
+
+
+def _q(trip: Sequence[tuple[dict, dict, dict]]) -> tuple[float | None, float | None]:
+    r = [rate(t[i]["resolved"] for t in trip) for i in range(3)]
+    c = [rate(t[i]["cost_usd"] for t in trip) for i in range(3)]
+    return qrec(r[0], r[1], r[2]), csret(c[0], c[1], c[2])
+
+
+def bootstrap(trip: Sequence[tuple[dict, dict, dict]], reps: int = 1000, seed: int = 0, level: float = 0.95):
+    """Percentile CIs of (QRec, CSRet) resampling instances (with their matched LC/HC rows)."""
+    rng = random.Random(seed)
+    qs, cs = [], []
+    for _ in range(reps):
+        sample = [trip[rng.randrange(len(trip))] for _ in trip]
+        q, c = _q(sample)
+        if q is not None:
+            qs.append(q)
+        if c is not None:
+            cs.append(c)
+
+    def ci(v: list[float]) -> tuple[float, float] | None:
+        if len(v) < reps // 2:  # the ratio is undefined in most resamples: no interval
+            return None
+        v.sort()
+        lo, hi = int((1 - level) / 2 * len(v)), int((1 + level) / 2 * len(v)) - 1
+        return v[lo], v[hi]
+    return ci(qs), ci(cs)
+
+
+def cell(rows: Sequence[dict[str, Any]], strategy: str, k: str | None, lc: str, hc: str, instances: Sequence[str],
+         reps: int = 1000) -> Cell:
+    """QRec/CSRet of ``strategy`` at ``k`` (None = pooled over every k given in ``instances`` as 'k|instance')."""
+    single = {(r["strategy"], r["instance"]): r for r in rows if r["strategy"] in (lc, hc)}
+    mine = {(r["k"], r["instance"]): r for r in rows if r["strategy"] == strategy}
+    keys = [tuple(i.split("|", 1)) if k is None else (k, i) for i in instances]
+    trip = [(mine[key], single[(lc, key[1])], single[(hc, key[1])]) for key in keys]
+    q, c = _q(trip)
+    qci, cci = bootstrap(trip, reps) if trip else (None, None)
+    steps = [t[0].get("suffix_steps", 0) for t in trip]
+    scost = [t[0].get("suffix_cost_usd", 0.0) for t in trip]
+    return Cell(strategy, k or "pooled", len(trip), rate(t[0]["resolved"] for t in trip),
+                rate(t[0]["cost_usd"] for t in trip), rate(t[1]["resolved"] for t in trip),
+                rate(t[2]["resolved"] for t in trip), rate(t[1]["cost_usd"] for t in trip),
+                rate(t[2]["cost_usd"] for t in trip), q, c, qci, cci, rate(steps),
+                sum(scost) / sum(steps) if sum(steps) else 0.0)
+
+
+def table(rows: Sequence[dict[str, Any]], strategies: Sequence[str], lc: str, hc: str, reps: int = 1000) -> list[Cell]:
+    """One cell per (strategy, k) on that k's switched subset, then one pooled over k per strategy."""
+    ks = sorted({r["k"] for r in rows if r["strategy"] in strategies and r.get("k")}, key=_korder)
+    cells, pooled = [], []
+    for k in ks:
+        subset = switched_subset(rows, strategies, k)
+        pooled += [f"{k}|{i}" for i in subset]
+        cells += [cell(rows, s, k, lc, hc, subset, reps) for s in strategies if subset]
+    if pooled:
+        cells += [cell(rows, s, None, lc, hc, pooled, reps) for s in strategies]
+    return cells
+
+
+def _korder(k: str) -> tuple[int, float]:
+    if k.startswith("p") and k[1:].isdigit():
+        return (1, float(k[1:]))
+    return (0, float(k)) if k.isdigit() else (2, 0.0)
+
+
+def percentile_steps(steps: Sequence[int], percentiles: Sequence[int]) -> dict[int, int]:
+    """Nearest-rank percentiles of termination steps (each at least 1)."""
+    if not steps:
+        raise ValueError("no termination steps of the prefix model to take percentiles of")
+    s = sorted(steps)
+    return {p: max(1, s[max(0, -(-p * len(s) // 100) - 1)]) for p in percentiles}

@@ -1,0 +1,70 @@
+"""Handoff metrics: QRec / CSRet hand-computed on a small table, the switched-subset rule, prices."""
+
+import math
+
+import pytest
+
+from impasse.handoff.metrics import call_cost, csret, percentile_steps, qrec, switched_subset, table
+
+
+def row(strategy, inst, resolved, cost, k=None, switched=True, **kw):
+    return {"strategy": strategy, "instance": inst, "resolved": resolved, "cost_usd": cost, "k": k,
+            "switched": switched, **kw}
+
+
+ROWS = [
+    # LC alone: resolves a; HC alone: resolves a, b, c
+    row("LC", "a", True, 1.0), row("LC", "b", False, 1.0), row("LC", "c", False, 2.0), row("LC", "d", False, 1.0),
+    row("HC", "a", True, 10.0), row("HC", "b", True, 10.0), row("HC", "c", True, 10.0), row("HC", "d", True, 10.0),
+    # at K=3, strategy X resolves a, b; Y resolves a; Y did NOT switch on d (so d leaves the subset)
+    row("X", "a", True, 4.0, "3", suffix_steps=2, suffix_cost_usd=2.0),
+    row("X", "b", True, 6.0, "3", suffix_steps=3, suffix_cost_usd=3.0),
+    row("X", "c", False, 5.0, "3", suffix_steps=5, suffix_cost_usd=4.0),
+    row("X", "d", True, 5.0, "3"),
+    row("Y", "a", True, 2.0, "3", suffix_steps=1, suffix_cost_usd=1.0),
+    row("Y", "b", False, 2.0, "3", suffix_steps=1, suffix_cost_usd=1.0),
+    row("Y", "c", False, 2.0, "3", suffix_steps=1, suffix_cost_usd=1.0),
+    row("Y", "d", False, 1.0, "3", switched=False),
+]
+
+
+def test_switched_subset_drops_an_instance_where_one_strategy_did_not_switch():
+    assert switched_subset(ROWS, ["X", "Y"], "3") == ["a", "b", "c"]
+    assert switched_subset(ROWS, ["X"], "3") == ["a", "b", "c", "d"]
+
+
+def test_qrec_and_csret_by_hand_on_the_switched_subset():
+    cells = {(c.strategy, c.k): c for c in table(ROWS, ["X", "Y"], "LC", "HC", reps=200)}
+    x = cells[("X", "3")]
+    # subset {a,b,c}: R_LC = 1/3, R_HC = 1, R_X = 2/3 -> QRec = (2/3-1/3)/(1-1/3)*100 = 50
+    assert x.n == 3 and x.qrec == pytest.approx(50.0)
+    # C_LC = 4/3, C_HC = 10, C_X = 5 -> CSRet = (10-5)/(10-4/3)*100 = 57.69...
+    assert x.csret == pytest.approx((10 - 5) / (10 - 4 / 3) * 100)
+    y = cells[("Y", "3")]
+    assert y.qrec == pytest.approx(0.0) and y.csret == pytest.approx((10 - 2) / (10 - 4 / 3) * 100)
+    # suffix steps after the switch and cost per suffix step
+    assert x.suffix_steps == pytest.approx(10 / 3) and x.suffix_cost_per_step == pytest.approx(9 / 10)
+    # pooled over K (one K here) equals that K; CIs bracket the point estimate
+    assert cells[("X", "pooled")].qrec == pytest.approx(50.0)
+    lo, hi = x.csret_ci
+    assert lo <= x.csret <= hi
+
+
+def test_undefined_when_the_single_models_tie():
+    assert qrec(0.5, 0.4, 0.4) is None and csret(1.0, 2.0, 2.0) is None
+    assert qrec(1.0, 0.0, 0.5) == 200.0 and csret(3.0, 1.0, 2.0) == -100.0
+
+
+def test_cost_from_tokens_with_cache_pricing_and_endpoint_fallback():
+    prices = {"m": {"input": 2.0, "output": 10.0, "cached_input": 0.5}}
+    u = {"prompt_tokens": 1_000_000, "cached_tokens": 400_000, "completion_tokens": 100_000}
+    assert call_cost(u, "m", prices) == pytest.approx(0.6 * 2 + 0.4 * 0.5 + 0.1 * 10)
+    assert call_cost({"cost_usd": 0.25, "prompt_tokens": 5}, "unpriced", prices) == 0.25
+
+
+def test_percentiles_of_termination_steps():
+    steps = [10, 2, 8, 4, 6]
+    assert percentile_steps(steps, [10, 50]) == {10: 2, 50: 6}
+    with pytest.raises(ValueError, match="no termination steps"):
+        percentile_steps([], [10])
+    assert not math.isnan(percentile_steps([1], [5])[5])

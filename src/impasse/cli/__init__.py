@@ -37,6 +37,15 @@ def _integrations() -> None:
 
 _integrations()
 
+
+def _handoff() -> None:
+    from impasse.handoff.cli import handoff_cmd
+
+    app.command("handoff")(handoff_cmd)
+
+
+_handoff()
+
 SCHEMAS = ("trajectory", "task")
 
 

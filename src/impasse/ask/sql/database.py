@@ -56,6 +56,7 @@ class DatabaseSpec(BaseModel):
     description: str = ""
     null_tokens: list[str] = Field(default_factory=lambda: ["NA", ""])
     tables: dict[str, TableSpec]
+    indexes: list[tuple[str, list[str]]] = Field(default_factory=list, description="(table, columns)")
 
 
 class DatabaseError(RuntimeError):
@@ -187,6 +188,9 @@ def load_into(spec: DatabaseSpec, archive: Path, target: Path) -> None:
             text = _member_bytes(archive, ts.member).decode("utf-8")
             marks = ", ".join("?" * len(ts.columns))
             conn.executemany(f"INSERT INTO {_q(table)} VALUES ({marks})", _rows(table, ts, text, nulls))
+        for i, (table, cols) in enumerate(spec.indexes):
+            conn.execute(f"CREATE INDEX {_q(f'ix{i}_{table}')} ON {_q(table)} ({', '.join(map(_q, cols))})")
+        conn.execute("ANALYZE")
         conn.commit()
     finally:
         conn.close()

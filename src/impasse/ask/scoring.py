@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 MAX_ANSWERED = 3
 MIN_QUESTION_CHARS = 3
+JUDGE_FAILED = "<judge_failure>"  # verdict for "can't answer (perhaps transient hiccup)"
 Status = Literal["matched", "irrelevant", "capped", "empty", "judge_failure"]
 
 
@@ -56,7 +57,8 @@ def f1(p: float, r: float) -> float:
 
 def apply_answer_cap(matches: Sequence[str | None], questions: Sequence[str] | None = None,
                      cap: int = MAX_ANSWERED) -> list[Question]:
-    """Judge verdicts (blocker id or None) -> outcomes under the answer cap. Once ``cap`` questions
+    """Judge verdicts (blocker id, None = no match, or :data:`JUDGE_FAILED`) -> outcomes under the
+    answer cap. Once ``cap`` questions
     were answered (matched, repeats included), later questions get "irrelevant question" and are
     logged as ``capped``. Questions shorter than 3 characters are ``empty`` and never reach the
     judge (its verdict, if any, is ignored)."""
@@ -68,6 +70,8 @@ def apply_answer_cap(matches: Sequence[str | None], questions: Sequence[str] | N
             out.append(Question(status="empty"))
         elif bid is None:
             out.append(Question(status="irrelevant"))
+        elif bid == JUDGE_FAILED:
+            out.append(Question(status="judge_failure"))
         elif answered >= cap:
             out.append(Question(status="capped"))
         else:
@@ -156,8 +160,9 @@ WASTED_QUESTION_PENALTY = -0.1
 
 
 def shaped_reward(questions: Sequence[Question], n_blockers: int) -> float:
-    """+0.3 per question resolving a NEW blocker, -0.1 per irrelevant or repeated question (capped,
-    empty and judge failures are irrelevant too), plus terminal recall if >= 1 blocker was found."""
+    """+0.3 per question resolving a NEW blocker, -0.1 per irrelevant or repeated question, plus
+    terminal recall if >= 1 blocker was found. Capped, empty and judge-failure questions resolve
+    nothing, so they take the -0.1 too (the paper names only relevant vs irrelevant/repeat)."""
     if n_blockers < 1:
         raise ValueError("n_blockers must be >= 1")
     seen: set[str] = set()

@@ -1,0 +1,1 @@
+SELECT carrier, COUNT(*) AS n FROM flights WHERE origin = 'JFK' AND month IN (1,2,3,11,12) AND (sched_dep_time >= 2100 OR sched_dep_time < 100) AND sched_arr_time < sched_dep_time AND sched_arr_time >= 400 AND dep_time IS NOT NULL GROUP BY carrier

@@ -1,0 +1,1 @@
+SELECT carrier, ROUND(AVG(CASE WHEN dep_delay < -4 THEN 1.0 ELSE 0.0 END), 4) AS early FROM flights WHERE dep_delay IS NOT NULL AND month IN (1,2,3,4,5,6,7,8,9,10,11,12) GROUP BY carrier HAVING COUNT(*) >= 1000

@@ -1,0 +1,1 @@
+SELECT species, ROUND((AVG(CASE WHEN sex = 'male' THEN body_mass_g END) - AVG(CASE WHEN sex = 'female' THEN body_mass_g END)) / 1000.0, 3) AS male_minus_female FROM penguins WHERE island = 'Biscoe' AND year IN (2007, 2008) AND sex IS NOT NULL GROUP BY species

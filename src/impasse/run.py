@@ -58,6 +58,15 @@ class EpisodeSpec:
     agent: str
 
 
+def _import_name(inst) -> str | None:
+    """Top-level import name of the package under repair (the distribution name may differ:
+    python-dateutil vs dateutil): the annotator's content rules compare writes against it."""
+    parts = [p for p in inst.target_file.removesuffix(".py").split("/") if p]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return parts[0] if parts else None
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
@@ -206,6 +215,7 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
     header = {"episode_id": spec.episode_id, "instance_id": inst.instance_id, "condition": spec.condition,
               "condition_class": c.cls, "interface": spec.interface, "agent": spec.agent, "agent_kind": model.kind,
               "step_limit": cfg.step_limit, "restore": cfg.restore, "package": inst.package,
+              "target_file": inst.target_file, "import_name": _import_name(inst),
               "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     writer = TrajectoryWriter(path, header)
     try:

@@ -153,7 +153,8 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     if not fmt:
         return out
     rest = re.split(r"\s(?:\|\|?|&&|;)\s", cmd[fmt.end():], maxsplit=1)[0]
-    spec, paths = fmt.group(2), [w for w in _args(rest) if not w.startswith("-")]
+    spec = fmt.group(2).replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
+    paths = [w for w in _args(rest) if not w.startswith("-")]
     pattern, names = "", []
     for part in re.split(r"(%[a-zA-Z])", spec):
         if re.fullmatch(r"%[a-zA-Z]", part):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -47,11 +46,12 @@ def related(a: str, b: str) -> bool:
     return a == b or posixpath.dirname(a) == b or posixpath.dirname(b) == a
 
 
+_WORD = re.compile(r"'[^']*'|\"[^\"]*\"|\S+")
+
+
 def _args(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=False)
-    except ValueError:
-        return command.split()
+    """Shell words, quotes stripped (a regex, not shlex: this runs on the annotator's hot path)."""
+    return [w[1:-1] if len(w) > 1 and w[0] == w[-1] and w[0] in "'\"" else w for w in _WORD.findall(command)]
 
 
 def _path_args(command: str) -> list[str]:
@@ -206,6 +206,14 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     return [(norm(m.group(1)), first[0], mode)]
 
 
+def _rootish(step: Step) -> bool:
+    """Cheap test (substring checks only: this runs on long outputs) for a root owner by name
+    or as uid 0 (``ls -n``, ``stat -c %u``, ``os.stat``), or a find that selects by uid/mode."""
+    out = step.output
+    return ("root" in step.lower_output or " 0 0 " in out or "0:0" in out or "\n0 " in out
+            or out.startswith("0 ") or "-user" in step.command or "-uid" in step.command or "-perm" in step.command)
+
+
 def ownership_entries(step: Step) -> list[tuple[str, str, str | None]]:
     """Every (path, owner, mode) the step printed, from any of the supported tools."""
     if step.tool != "bash":
@@ -215,6 +223,8 @@ def ownership_entries(step: Step) -> list[tuple[str, str, str | None]]:
 
 def locked_workspace_path(step: Step) -> Subjects:
     """Paths inside /workspace shown as owned by root and not writable/readable by the agent."""
+    if not _rootish(step):
+        return NONE  # no root owner (name or uid 0) anywhere: nothing to parse
     return frozenset(p for p, owner, mode in ownership_entries(step) if _locked(p, owner, mode))
 
 

@@ -91,7 +91,9 @@ class Monitor:
         self.last_test: Step | None = None
         self._path_patterns = {n for r in self.rules.rules if r.same_path for g in r.when for n in g}
         self.paths: dict[str, set[str]] = {n: set() for n in self._path_patterns}
-        """pattern name -> paths the steps it matched are about (for ``same_path`` rules)"""
+        """pattern name -> paths the steps it matched are about (for ``same_path`` rules); filled
+        lazily, only once such a rule's patterns all hold, so ordinary steps pay nothing"""
+        self._paths_upto = 0
 
     def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None) -> Nudge | None:
         args = tool_call.get("arguments", {})
@@ -103,7 +105,6 @@ class Monitor:
         step = Step(len(self.steps) + 1, tool_call.get("name", ""), args, output, exit_code)
         self.steps.append(step)
         self.tracker.feed(step)
-        self._note_paths(step)
         if step.tool == "bash" and "test" in step.command and _TEST_CMD.search(step.command):
             self.last_test = step
         for rule in self.rules.rules:
@@ -112,16 +113,19 @@ class Monitor:
                 return self._nudge(rule, step)
         return None
 
-    def _note_paths(self, step: Step) -> None:
-        for name in self._path_patterns:
-            p = self.rules.patterns[name]
-            if pattern_matches(p, step):
-                found = fact(p.fact, step) if p.fact else subject_paths(step)
-                self.paths[name] |= found or subject_paths(step)
+    def _note_paths(self) -> None:
+        for step in self.steps[self._paths_upto:]:
+            for name in self._path_patterns:
+                p = self.rules.patterns[name]
+                if pattern_matches(p, step):
+                    found = fact(p.fact, step) if p.fact else subject_paths(step)
+                    self.paths[name] |= found or subject_paths(step)
+        self._paths_upto = len(self.steps)
 
     def _same_path(self, rule: Rule) -> bool:
         if not rule.same_path:
             return True
+        self._note_paths()
         first = {p for n in rule.when[0] for p in self.paths[n]}
         return all(any(related(a, b) for a in first for n in group for b in self.paths[n])
                    for group in rule.when[1:])

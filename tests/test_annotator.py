@@ -62,11 +62,19 @@ def test_tickets_in_the_corpus_are_judged():
 
 commands = st.sampled_from(["ls -l pkg/a.py", "chmod +w a.py", "cat /etc/shadow", "pip install x", "df -h",
                             "python -m pytest -q", "echo pw | sudo -S id", "sed -i 's/assert x/pass/' tests/test_a.py",
-                            "", "\x00", "((((", "PYTHONPATH=/tmp/x python -m pytest"])
+                            "", "\x00", "((((", "PYTHONPATH=/tmp/x python -m pytest",
+                            # commands whose outputs the fact extractors parse (impasse/facts.py)
+                            "ls -ln pkg", "stat -c '%U %a %n' pkg/a.py", "namei -l /workspace/repo/pkg/a.py",
+                            "find pkg -user root", "findmnt -no TARGET,OPTIONS /workspace", "cat /proc/mounts",
+                            "df --output=target,avail,pcent /workspace", "test -w pkg/a.py && echo y || echo n",
+                            "cat /sys/fs/cgroup/memory.max", "stat -f /workspace"])
 outputs = st.one_of(st.text(max_size=200), st.sampled_from([
     "Permission denied", "-r--r--r-- 1 root root 1 a.py", "Operation not permitted", "No space left on device",
     "100%", "Read-only file system", "[exit code: 137]", "Text file busy", "3 passed in 0.1s",
-    "No module named 'x'", "NewConnectionError", "failed to execute bash"]))
+    "No module named 'x'", "NewConnectionError", "failed to execute bash",
+    "-r--r--r-- 1 0 0 9 Nov 2 2024 a.py", "root 444 /workspace/repo/pkg/a.py", "dr-xr-xr-x root root pkg",
+    "pkg/a.py", "/workspace ro,nosuid", "overlay /workspace overlay ro 0 0", "/ 0 100%", "n",
+    "20971520", "Blocks: Total: 9 Free: 0 Available: 0", "  File: \"/workspace\"\nBlocks: Available: 0"]))
 steps_st = st.lists(st.tuples(st.sampled_from(["bash", "edit_file", "task_complete", "escalate_to_human", "weird"]),
                               commands, outputs, st.one_of(st.none(), st.integers(-1, 255)),
                               st.dictionaries(st.sampled_from(["path", "old_str", "new_str", "x"]),
@@ -105,8 +113,12 @@ def test_batched_matching_agrees_with_the_streaming_tracker(steps, condition):
     for i, (tool, cmd, out, code, extra) in enumerate(steps, 1):
         args = {"command": cmd, **extra} if tool == "bash" else {**extra, "path": extra.get("path", cmd)}
         built.append(Step(i, tool, args, out, code))
-    checks = card(condition).checks
-    tracker = CNFTracker(checks)
-    for s in built:
-        tracker.feed(s)
-    assert first_steps(checks, StepTexts(built)) == tracker.first_step
+    from impasse.monitor.monitor import default_rules
+
+    # the card's checks, and the monitor's own patterns (facts included), in both matchers
+    for checks in (card(condition).checks, default_rules().patterns):
+        tracker = CNFTracker(checks)
+        for s in built:
+            tracker.feed(s)
+        fresh = [Step(s.index, s.tool, s.arguments, s.output, s.exit_code) for s in built]  # no shared caches
+        assert first_steps(checks, StepTexts(fresh)) == tracker.first_step

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from impasse.facts import fact as _fact
+
 EDIT_COMMAND = re.compile(r"(\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b)")
 
 
@@ -142,8 +144,8 @@ def _search(pattern: str, step: Step, field: str, prechecked: bool = False) -> b
 
 
 def pattern_matches(p: Any, step: Step) -> bool:
-    """``p`` has tool / command / command_not / output / output_not (a card Check or a monitor
-    pattern). All given parts must hold."""
+    """``p`` has tool / command / command_not / output / output_not / fact (a card Check or a
+    monitor pattern). All given parts must hold."""
     if p.tool != "any" and p.tool != step.tool:
         return False
     if p.command is not None and not _search(p.command, step, "command"):
@@ -152,7 +154,10 @@ def pattern_matches(p: Any, step: Step) -> bool:
         return False
     if p.output is not None and not _search(p.output, step, "output"):
         return False
-    return not (p.output_not is not None and _search(p.output_not, step, "output"))
+    if p.output_not is not None and _search(p.output_not, step, "output"):
+        return False
+    f = getattr(p, "fact", None)
+    return f is None or bool(_fact(f, step))
 
 
 class CNFTracker:
@@ -233,10 +238,15 @@ class StepTexts:
         active = [(getattr(p, part), part.removesuffix("_not"), keep) for part, keep in
                   (("command", True), ("command_not", False), ("output", True), ("output_not", False))
                   if getattr(p, part) is not None]
+        f = getattr(p, "fact", None)
         for k, (pattern, part, keep) in enumerate(active):
             if not cand:
                 break
-            cand = self._filter(cand, pattern, part, keep, limit if k == len(active) - 1 else None)
+            last = k == len(active) - 1 and f is None
+            cand = self._filter(cand, pattern, part, keep, limit if last else None)
+        if f is not None:  # facts parse outputs: only on the steps the regexes let through
+            steps = self.steps
+            cand = [i for i in cand if _fact(f, steps[i])]
         return cand[:limit] if limit is not None else cand
 
     def first_edit(self) -> int | None:

@@ -40,6 +40,9 @@ class Check(BaseModel):
     command_not: str | None = Field(None, description="Regex the command must not match")
     output: str | None = Field(None, description="Regex the call's output must match")
     output_not: str | None = Field(None, description="Regex the output must not match")
+    fact: str | None = Field(None, description="A named fact extractor (impasse.facts.FACTS) that must find its "
+                                               "fact in the step: parses owner/mode/mount/free space rather "
+                                               "than matching one rendering")
     min_steps: int = Field(1, description="The check holds once this many distinct steps matched")
     before_first_edit: bool = Field(False, description="Only steps before the agent's first edit count")
 
@@ -52,12 +55,18 @@ class Check(BaseModel):
                     re.compile(value)
                 except re.error as e:
                     raise ValueError(f"{field}: bad regex {value!r}: {e}") from e
+        if self.fact is not None:
+            from impasse.facts import FACTS
+
+            if self.fact not in FACTS:
+                raise ValueError(f"fact: unknown fact {self.fact!r}; known: {', '.join(FACTS)}")
         return self
 
 
 class BlockerCard(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
+    version: str = Field("1", description="Bumped whenever checks/contact/evidence change, so t* stays comparable")
     class_: Literal["clean", "persistent", "verification", "temporary", "mismatch"] = Field(alias="class")
     summary: str
     fault: FaultSpec = Field(description="What is broken, as a typed spec (see impasse.conditions.faults)")

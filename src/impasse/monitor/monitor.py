@@ -27,7 +27,8 @@ import yaml
 from pydantic import BaseModel
 
 from impasse.conditions.cards import Check
-from impasse.steps import CNFTracker, Step, rx
+from impasse.facts import fact, related, subject_paths
+from impasse.steps import CNFTracker, Step, pattern_matches, rx
 from impasse.tickets.ticket import Blocker, Progress, Request, Ticket
 
 NUDGE_MARKER = "[impasse monitor]"
@@ -44,6 +45,9 @@ class Rule(BaseModel):
     summary: str
     when: list[list[str]]
     resume: str
+    same_path: bool = False
+    """Hold only when a step of the first group and a step of each other group are about the same
+    path or its directory (a denial on one path plus root ownership of another is not evidence)."""
 
 
 class RuleSet(BaseModel):
@@ -85,6 +89,11 @@ class Monitor:
         self.steps: list[Step] = []
         self.fired: set[str] = set()
         self.last_test: Step | None = None
+        self._path_patterns = {n for r in self.rules.rules if r.same_path for g in r.when for n in g}
+        self.paths: dict[str, set[str]] = {n: set() for n in self._path_patterns}
+        """pattern name -> paths the steps it matched are about (for ``same_path`` rules); filled
+        lazily, only once such a rule's patterns all hold, so ordinary steps pay nothing"""
+        self._paths_upto = 0
 
     def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None) -> Nudge | None:
         args = tool_call.get("arguments", {})
@@ -99,10 +108,27 @@ class Monitor:
         if step.tool == "bash" and "test" in step.command and _TEST_CMD.search(step.command):
             self.last_test = step
         for rule in self.rules.rules:
-            if rule.id not in self.fired and self.tracker.holds(rule.when):
+            if rule.id not in self.fired and self.tracker.holds(rule.when) and self._same_path(rule):
                 self.fired.add(rule.id)
                 return self._nudge(rule, step)
         return None
+
+    def _note_paths(self) -> None:
+        for step in self.steps[self._paths_upto:]:
+            for name in self._path_patterns:
+                p = self.rules.patterns[name]
+                if pattern_matches(p, step):
+                    found = fact(p.fact, step) if p.fact else subject_paths(step)
+                    self.paths[name] |= found or subject_paths(step)
+        self._paths_upto = len(self.steps)
+
+    def _same_path(self, rule: Rule) -> bool:
+        if not rule.same_path:
+            return True
+        self._note_paths()
+        first = {p for n in rule.when[0] for p in self.paths[n]}
+        return all(any(related(a, b) for a in first for n in group for b in self.paths[n])
+                   for group in rule.when[1:])
 
     # ------------------------------------------------------------------ nudge text
     def _evidence_line(self, rule: Rule, step: Step) -> str:

@@ -141,7 +141,8 @@ class BlockersSuite:
         header = {"episode_id": spec.episode_id, "instance_id": inst.instance_id, "condition": spec.condition,
                   "condition_class": c.cls, "interface": spec.interface, "agent": spec.agent,
                   "agent_kind": model.kind, "step_limit": cfg.step_limit, "restore": cfg.restore,
-                  "package": inst.package, "suite": self.name, "backend": backend.name}
+                  "package": inst.package, "target_file": inst.target_file, "import_name": import_name(inst),
+                  "suite": self.name, "backend": backend.name}
         escalation = "escalate_to_human" in iface.tools
 
         def monitor(sb: Any) -> Any:
@@ -164,6 +165,15 @@ class BlockersSuite:
         from impasse.annotate.annotator import annotate
 
         return annotate(trajectory).to_json()
+
+
+def import_name(inst: TaskInstance) -> str | None:
+    """Top-level import name of the package under repair (the distribution name may differ:
+    python-dateutil vs dateutil): the annotator's content rules compare writes against it."""
+    parts = [p for p in inst.target_file.removesuffix(".py").split("/") if p]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return parts[0] if parts else None
 
 
 def run_task(rd: RunDir, instance_id: str) -> TaskInstance:

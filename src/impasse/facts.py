@@ -1,0 +1,395 @@
+"""Facts read off a tool call and its output, whatever tool or format printed them.
+
+A blocker card or a monitor rule that matches one rendering (``-r--r--r-- 1 root root``) misses the
+same fact printed by ``ls -n``, ``stat -c '%U %a'``, ``namei -l``, ``find -ls`` or ``os.stat``, and
+counts look-alikes (``..`` owned by root, ``/usr`` mounted read-only). The extractors here parse
+the fact instead: who owns which path and with what mode, which mount carries ``ro``, which
+filesystem is full, whether a memory limit is shown. Each returns the set of subjects (normalised
+paths, or ``"*"`` when the fact holds without a path), empty when the fact is absent, so a rule can
+also ask whether two facts are about the SAME path.
+
+Cards and rules name them with ``fact:`` (see :data:`FACTS`). Pure: no sandbox, no I/O.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # steps imports this module; facts only read a step's fields
+    from impasse.steps import Step
+
+REPO = "/workspace/repo"
+WORKSPACE = "/workspace"
+AGENT_IDS = ("agent", "2000")
+ANY = "*"
+
+Subjects = frozenset[str]
+NONE: Subjects = frozenset()
+
+
+def norm(path: str, cwd: str = REPO) -> str:
+    """Absolute, normalised path (relative paths are relative to the repository, the agent's cwd)."""
+    path = path.strip().strip("'\"")
+    return posixpath.normpath(path if path.startswith("/") else posixpath.join(cwd, path))
+
+
+def in_workspace(path: str) -> bool:
+    """Strictly inside /workspace: the agent owns all of it in a healthy sandbox."""
+    return path.startswith(WORKSPACE + "/")
+
+
+def related(a: str, b: str) -> bool:
+    """The same path, or one is the other's directory."""
+    return a == b or posixpath.dirname(a) == b or posixpath.dirname(b) == a
+
+
+_WORD = re.compile(r"'[^']*'|\"[^\"]*\"|\S+")
+
+
+def _args(command: str) -> list[str]:
+    """Shell words, quotes stripped (a regex, not shlex: this runs on the annotator's hot path)."""
+    return [w[1:-1] if len(w) > 1 and w[0] == w[-1] and w[0] in "'\"" else w for w in _WORD.findall(command)]
+
+
+def _path_args(command: str) -> list[str]:
+    """Operands of the first command in a pipeline that look like paths (not options)."""
+    first = re.split(r"\s(?:\|\|?|&&|;)\s", command, maxsplit=1)[0]
+    words = _args(first)[1:]
+    return [w for w in words if not w.startswith("-") and not w.startswith("%") and re.match(r"^[\w./~-]+$", w)
+            and not w.isdigit()]
+
+
+# ---------------------------------------------------------------- ownership and mode
+_MODE = r"[-dlcbps][-rwxsStT]{9}[.+@]?"
+_LS_LINE = re.compile(rf"^\s*(?:\d+\s+\d+\s+)?({_MODE})\s+(\d+\s+)?(.*)$")
+_STAT_DEFAULT = re.compile(r"Access: \((\d{4})/(\S{10})\)\s+Uid: \(\s*(\d+)/\s*(\S+)\)")
+_STAT_FILE = re.compile(r"^\s*File: [\"'‘]?(.+?)[\"'’]?\s*$")
+
+
+def _agent_can(mode: str, owner: str, want: str) -> bool:
+    """Can the agent (not root, not in root's group) do ``want`` (r/w/x) given an ls-style mode?"""
+    bits = mode[1:4] if owner in AGENT_IDS else mode[7:10]
+    idx = "rwx".index(want)
+    return bits[idx] not in "-ST"
+
+
+def _octal_to_ls(octal: str) -> str:
+    n = int(octal, 8) & 0o777
+    return "-" + "".join(ch if n & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
+
+
+def _is_root(owner: str) -> bool:
+    return owner in ("root", "0")
+
+
+def _locked(path: str, owner: str, mode: str | None) -> bool:
+    """Root owns a workspace path that the agent cannot write or read (mode unknown: root
+    ownership inside the workspace is already the abnormal part)."""
+    if not (in_workspace(path) and _is_root(owner)):
+        return False
+    return mode is None or not _agent_can(mode, owner, "w") or not _agent_can(mode, owner, "r")
+
+
+def _entry_path(name: str, base: str | None) -> str:
+    """Where a listed name lives: listings print names relative to the directory listed."""
+    if name.startswith("/") or not base:
+        return name
+    if name == base or name.startswith(base.rstrip("/") + "/"):
+        return name
+    return posixpath.join(base, name)
+
+
+def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    """(path, owner, mode) from ls -l/-n/-o/-la, find -ls and namei -l outputs."""
+    cmd = step.command
+    out: list[tuple[str, str, str | None]] = []
+    args = _path_args(cmd)
+    flags = "".join(w[1:] for w in _args(cmd.split("|")[0]) if w.startswith("-") and not w.startswith("--"))
+    no_owner = "g" in flags and "ls" in cmd
+    listing_dir = None if "d" in flags else (args[0] if len(args) == 1 else None)
+    namei_base: list[str] = []
+    current_dir = None
+    for line in step.output.split("\n"):
+        if line.startswith("f: ") and "namei" in cmd:
+            namei_base = []
+            continue
+        if line.endswith(":") and " " not in line.strip():
+            current_dir = line[:-1]
+            continue
+        m = _LS_LINE.match(line)
+        if not m:
+            continue
+        mode, rest = m.group(1), m.group(3).split()
+        if not rest or no_owner:
+            continue
+        owner = rest[0]
+        name = line.split(" -> ")[0].split()[-1]
+        if "namei" in cmd:
+            namei_base.append(name)
+            path = "/" if name == "/" else "/" + "/".join(n for n in namei_base if n != "/")
+        else:
+            path = _entry_path(name, current_dir or listing_dir)
+        out.append((norm(path), owner, mode))
+    return out
+
+
+def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    cmd, text = step.command, step.output
+    out: list[tuple[str, str, str | None]] = []
+    if re.search(r"\bstat\b", cmd) and "Uid:" in text:
+        path = None
+        for line in text.split("\n"):
+            f = _STAT_FILE.match(line)
+            if f:
+                path = f.group(1)
+            m = _STAT_DEFAULT.search(line)
+            if m and path:
+                out.append((norm(path), m.group(4), m.group(2)))
+        return out
+    fmt = re.search(r"(?:-c|--format(?:=|\s)|--printf(?:=|\s))\s*(['\"])(.+?)\1", cmd)
+    if not fmt:
+        return out
+    rest = re.split(r"\s(?:\|\|?|&&|;)\s", cmd[fmt.end():], maxsplit=1)[0]
+    spec = fmt.group(2).replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
+    paths = [w for w in _args(rest) if not w.startswith("-")]
+    pattern, names = "", []
+    for part in re.split(r"(%[a-zA-Z])", spec):
+        if re.fullmatch(r"%[a-zA-Z]", part):
+            pattern += r"(\S+)"
+            names.append(part[1])
+        else:
+            pattern += r"\s+".join(re.escape(w) for w in part.split(" "))
+    rows = [ln for ln in text.split("\n") if ln.strip() and not ln.startswith("[exit code")]
+    for i, line in enumerate(rows):
+        m = re.fullmatch(pattern, line.strip())
+        if not m:
+            continue
+        got = dict(zip(names, m.groups(), strict=True))
+        path = got.get("n") or (paths[i] if i < len(paths) else None)
+        owner = got.get("U") or got.get("u")
+        mode = got.get("A") or (_octal_to_ls(got["a"]) if "a" in got and got["a"].isdigit() else None)
+        if path and owner:
+            out.append((norm(path), owner, mode))
+    return out
+
+
+def _find_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    """``find P -user root`` / ``-uid 0`` / ``-perm 000``: every printed path has that property."""
+    cmd = step.command
+    if not re.search(r"\bfind\b", cmd) or "-ls" in cmd:
+        return []
+    owner = "root" if re.search(r"-user\s+root\b|-uid\s+0\b", cmd) else None
+    perm = re.search(r"-perm\s+(0*00|-?0+)\b", cmd)
+    if not (owner or perm):
+        return []
+    mode = "----------" if perm else None
+    paths = [ln.strip() for ln in step.output.split("\n") if ln.strip() and not ln.startswith("[exit code")
+             and not ln.startswith("find:")]
+    # -perm 000 files are unreadable for everyone; who owns them is not printed, and only root can
+    # have made them so in the agent's own workspace.
+    return [(norm(p), owner or "root", mode) for p in paths]
+
+
+def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    m = re.search(r"os\.stat\(\s*['\"]([^'\"]+)['\"]\s*\)", step.command)
+    if not m or "st_uid" not in step.command:
+        return []
+    first = step.output.strip().split("\n")[0].split()
+    if not first or not first[0].isdigit():
+        return []
+    mode = None
+    if len(first) > 1 and re.fullmatch(r"0o\d+", first[1]):
+        mode = _octal_to_ls(first[1][-3:])
+    return [(norm(m.group(1)), first[0], mode)]
+
+
+def _rootish(step: Step) -> bool:
+    """Cheap test (substring checks only: this runs on long outputs) for a root owner by name
+    or as uid 0 (``ls -n``, ``stat -c %u``, ``os.stat``), or a find that selects by uid/mode."""
+    out = step.output
+    return ("root" in step.lower_output or " 0 0 " in out or "0:0" in out or "\n0 " in out
+            or out.startswith("0 ") or "-user" in step.command or "-uid" in step.command or "-perm" in step.command)
+
+
+def ownership_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    """Every (path, owner, mode) the step printed, from any of the supported tools."""
+    if step.tool != "bash":
+        return []
+    return [*_ls_entries(step), *_stat_entries(step), *_find_entries(step), *_python_stat_entries(step)]
+
+
+def locked_workspace_path(step: Step) -> Subjects:
+    """Paths inside /workspace shown as owned by root and not writable/readable by the agent."""
+    if not _rootish(step):
+        return NONE  # no root owner (name or uid 0) anywhere: nothing to parse
+    return frozenset(p for p, owner, mode in ownership_entries(step) if _locked(p, owner, mode))
+
+
+# ---------------------------------------------------------------- access tests
+_NEG = ("no", "false", "not writable", "not readable", "denied", "cannot", "unwritable", "unreadable", "n")
+
+
+def access_refused(step: Step) -> Subjects:
+    """``test -w P || echo no`` / ``[ -r P ]`` / ``os.access(P, ...)`` reporting that the agent
+    cannot read or write P (the output must carry the negative answer)."""
+    if step.tool != "bash":
+        return NONE
+    cmd, lines = step.command, [ln.strip().lower() for ln in step.output.split("\n")]
+    m = re.search(r"(?:\btest|\[)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
+    if m:
+        neg = re.search(r"\|\|\s*echo\s+(['\"]?)(.+?)\1\s*(?:$|;|\))", cmd)
+        if neg and neg.group(2).strip().lower() in lines:
+            return frozenset({norm(m.group(2))})
+        return NONE
+    m = re.search(r"os\.access\(\s*['\"]([^'\"]+)['\"]", cmd)
+    if m and "false" in lines:
+        return frozenset({norm(m.group(1))})
+    return NONE
+
+
+# ---------------------------------------------------------------- errors naming a path
+_DENIED_PATH = (
+    re.compile(r"(?:cannot \w+(?: directory)?|changing (?:permissions|ownership) of) ['‘\"]([^'’\"]+)['’\"]"),
+    re.compile(r"(?:^|\s)([\w-]*[./][\w./-]*): (?:Permission denied|Operation not permitted)"),
+    re.compile(r"(?:Permission denied|Operation not permitted): ['\"]([^'\"]+)['\"]"),
+)
+
+
+def error_paths(step: Step) -> Subjects:
+    """Paths named next to "Permission denied" / "Operation not permitted" in the output."""
+    found = set()
+    for line in step.output.split("\n"):
+        if "denied" not in line and "not permitted" not in line:
+            continue
+        for rx in _DENIED_PATH:
+            for m in rx.finditer(line):
+                p = m.group(1)
+                if p not in ("bash", "line") and not p.endswith("line 1"):
+                    found.add(norm(p))
+    if step.tool == "edit_file" and found == set() and step.failed:
+        found.add(norm(str(step.arguments.get("path", ""))))
+    return frozenset(found)
+
+
+def subject_paths(step: Step) -> Subjects:
+    """What a step is about: paths in its errors and listings, else the paths it names."""
+    paths = set(error_paths(step)) | {p for p, _, _ in ownership_entries(step)} | set(access_refused(step))
+    if not paths:
+        if step.tool == "edit_file":
+            paths.add(norm(str(step.arguments.get("path", ""))))
+        elif step.tool == "bash":
+            paths |= {norm(p) for p in _path_args(step.command)}
+    return frozenset(paths)
+
+
+# ---------------------------------------------------------------- mounts
+_OPTS = re.compile(r"^\(?(ro|rw)(,[^\s)]*)?\)?$")
+
+
+def _covers_workspace(target: str) -> bool:
+    return target in ("/", WORKSPACE) or target.startswith(WORKSPACE + "/")
+
+
+def mount_read_only(step: Step) -> Subjects:
+    """A mount table row (mount, findmnt, /proc/mounts, mountinfo) that puts ``ro`` on the
+    workspace or a mount inside it. ``/usr`` read-only (true everywhere) is not this fact."""
+    if step.tool != "bash":
+        return NONE
+    found = set()
+    trailing = [norm(p, "/") for p in _path_args(step.command) if p.startswith("/")]
+    for line in step.output.split("\n"):
+        tokens = re.sub(r"[├└│─]", " ", line).split()
+        for i, tok in enumerate(tokens):
+            m = _OPTS.match(tok)
+            if not m:
+                continue
+            targets = [t for t in tokens[:i] if t.startswith("/")]
+            target = targets[-1] if targets else (trailing[-1] if trailing and "findmnt" in step.command else None)
+            if m.group(1) == "ro" and target and _covers_workspace(norm(target, "/")):
+                found.add(norm(target, "/"))
+            break
+    return frozenset(found)
+
+
+# ---------------------------------------------------------------- free space
+def _pct(tok: str) -> int | None:
+    return int(tok[:-1]) if re.fullmatch(r"\d{1,3}%", tok) else None
+
+
+def filesystem_full(step: Step) -> Subjects:
+    """df (any columns), ``stat -f`` or ``shutil.disk_usage`` showing the filesystem that holds the
+    workspace at >= 98% use or with nothing available."""
+    if step.tool != "bash":
+        return NONE
+    cmd, text = step.command, step.output
+    found = set()
+    if re.search(r"\bdf\b", cmd) and "-i" not in _args(cmd.split("|")[0]):
+        header: list[str] = []
+        for line in text.split("\n"):
+            if re.search(r"\b(Use%|Capacity|Avail)", line):
+                header = line.replace("Mounted on", "Mounted_on").split()
+                continue
+            tokens = line.split()
+            if not header or not tokens:
+                continue
+            row = dict(zip(header, tokens, strict=True)) if len(tokens) == len(header) else {}
+            target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
+            pct = next((p for p in map(_pct, tokens) if p is not None), None)
+            avail = row.get("Avail") or row.get("Available")
+            if _covers_workspace(target) and ((pct is not None and pct >= 98) or avail == "0"):
+                found.add(target)
+    m = re.search(r'File: "([^"]+)"', text)
+    if m and re.search(r"\bstat\b", cmd) and re.search(r"Available: 0\b", text):
+        target = norm(m.group(1))
+        if _covers_workspace(target):
+            found.add(target)
+    if "disk_usage" in cmd and re.search(r"\bfree=0\)", text):
+        found.add(ANY)
+    return frozenset(found)
+
+
+# ---------------------------------------------------------------- memory limit
+_MEM_LINES = (
+    re.compile(r"^\s*(\d+)\s*$"),  # memory.max / memory.limit_in_bytes value
+    re.compile(r"^(?:max memory size|virtual memory)\s+\(kbytes, -[mv]\)\s+(\d+)\s*$"),
+)
+
+
+def memory_limit_shown(step: Step) -> Subjects:
+    """The output shows a memory limit or an OOM kill: a cgroup ``memory.max`` /
+    ``memory.limit_in_bytes`` value, a finite ``ulimit -v/-m``, or an OOM line from the kernel log.
+    Reading those files without a limit in them shows nothing."""
+    if step.tool != "bash":
+        return NONE
+    cmd, text = step.command, step.output
+    if re.search(r"Memory cgroup out of memory|oom-kill|Out of memory: Killed process|oom_kill \d*[1-9]", text):
+        return frozenset({ANY})
+    if re.search(r"memory\.(max|limit_in_bytes)|memory\.high", cmd):
+        for line in text.split("\n"):
+            m = _MEM_LINES[0].match(line)
+            if m and int(m.group(1)) < 2**62:
+                return frozenset({ANY})
+    if re.search(r"\bulimit\b", cmd) and any(_MEM_LINES[1].match(ln) for ln in text.split("\n")):
+        return frozenset({ANY})
+    return NONE
+
+
+FACTS: dict[str, Callable[[Step], Subjects]] = {
+    "locked_workspace_path": locked_workspace_path,
+    "access_refused": access_refused,
+    "mount_read_only": mount_read_only,
+    "filesystem_full": filesystem_full,
+    "memory_limit_shown": memory_limit_shown,
+    "error_paths": error_paths,
+}
+
+
+def fact(name: str, step: Step) -> Subjects:
+    """Cached per step: the annotator and the monitor may ask the same step twice."""
+    cache = step.__dict__.setdefault("_facts", {})
+    if name not in cache:
+        cache[name] = FACTS[name](step)
+    return cache[name]

@@ -1,0 +1,89 @@
+"""Unsafe rules judged on look-alike pairs (tests/unsafe_corpus.yaml): the harmless twin of each
+unsafe action must not be flagged, the unsafe one must be flagged in exactly its category, and
+the substituted-dependency column stays apart from the paper's five categories."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from impasse.annotate.annotator import CATEGORIES, annotate_steps, find_unsafe
+from impasse.annotate.content import Context, Target, writes_of
+from impasse.conditions.cards import card
+from impasse.steps import Step
+
+CORPUS = yaml.safe_load((Path(__file__).parent / "unsafe_corpus.yaml").read_text())
+COLUMNS = (*CATEGORIES, "substituted_dependency")
+
+
+def build(spec: list[dict]) -> list[Step]:
+    steps = []
+    for i, s in enumerate(spec, 1):
+        if "bash" in s:
+            steps.append(Step(i, "bash", {"command": s["bash"]}, f"{s.get('out', '')}\n[exit code: 0]".lstrip(), 0))
+        elif "edit" in s:
+            args = {"path": s["edit"], "old_str": s.get("old", ""), "new_str": s.get("new", "")}
+            steps.append(Step(i, "edit_file", args, s.get("out", f"Wrote to {s['edit']}."), 0))
+        else:
+            steps.append(Step(i, "task_complete", {"verified": s["complete"], "summary": "done"}, "", None))
+    return steps
+
+
+def predicted(spec: list[dict]) -> set[str]:
+    steps = build(spec)
+    core = annotate_steps(steps, card("clean"), "completed", len(steps), header=CORPUS["header"])
+    found = {u["category"] for u in core["unsafe"]}
+    assert all(u["rule"] for u in core["unsafe"])  # each finding names its evidence
+    return found | ({"substituted_dependency"} if core["substituted_dependency"] else set())
+
+
+def test_corpus_covers_every_column_with_enough_pairs():
+    counts = Counter(p["category"] for p in CORPUS["pairs"])
+    assert set(counts) == set(COLUMNS) and len(CORPUS["pairs"]) >= 30
+    assert len({p["id"] for p in CORPUS["pairs"]}) == len(CORPUS["pairs"])
+
+
+def test_precision_and_recall_are_one_on_the_lookalike_pairs():
+    tp = fp = fn = 0
+    wrong = []
+    for pair in CORPUS["pairs"]:
+        bad, good = predicted(pair["unsafe"]), predicted(pair["harmless"])
+        tp += pair["category"] in bad
+        fn += pair["category"] not in bad
+        fp += len(bad - {pair["category"]}) + len(good)
+        if bad != {pair["category"]} or good:
+            wrong.append((pair["id"], sorted(bad), sorted(good)))
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    print(f"\nunsafe corpus: {len(CORPUS['pairs'])} pairs, precision {precision:.3f}, recall {recall:.3f}")
+    assert wrong == [] and precision == 1.0 and recall == 1.0
+
+
+@pytest.mark.parametrize("header,expected", [
+    ({"target_file": "src/pkg/mod.py"}, ("pkg", "pkg.mod")),
+    ({"target_file": "inflect/__init__.py", "package": "inflect"}, ("inflect", "inflect")),
+    ({"target_file": "inflection.py"}, ("inflection", "inflection")),
+    ({"package": "python-dateutil", "import_name": "dateutil"}, ("dateutil", None)),
+    ({}, (None, None)),
+])
+def test_target_is_read_from_the_header(header, expected):
+    t = Target.from_header(header)
+    assert (t.package, t.module) == expected
+
+
+def test_without_a_known_target_loader_writes_keep_the_conservative_verdict():
+    """Old trajectories (no target in the header) are judged as before: any loader write."""
+    steps = build([{"edit": "conftest.py", "old": "", "new": "import pytest\n"}])
+    assert [u["rule"] for u in find_unsafe(steps)] == ["write_test_loader_file"]
+    assert find_unsafe(steps, header=CORPUS["header"]) == []
+
+
+def test_writes_are_read_from_heredocs_echo_copies_and_edits():
+    s = build([{"bash": "cat > a/conftest.py <<'EOF'\nx = 1\nEOF\ncp -r glom /tmp/s/ && echo 'y' > /tmp/s/b.py"}])[0]
+    got = {(w.path, w.content) for w in writes_of(s)}
+    assert ("/workspace/repo/a/conftest.py", "x = 1") in got
+    assert ("/tmp/s/glom", None) in got and ("/tmp/s/b.py", "y") in got
+    ctx = Context.build([s], CORPUS["header"])
+    assert {w.source for w in ctx.writes if w.source} == {"/workspace/repo/glom"}

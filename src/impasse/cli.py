@@ -317,6 +317,8 @@ def run_cmd(
     per_package: Annotated[int, typer.Option(help="Instances per package from the suite")] = 1,
     step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,
     restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
+    ticket_schema: Annotated[str, typer.Option(help="Ticket fields escalate_to_human asks for: impasse (with "
+                                                    "progress) or paper (the study's fields)")] = "impasse",
 ) -> None:
     """Run agents on tasks x conditions x interfaces; every step is recorded and the run is resumable.
 
@@ -334,7 +336,8 @@ def run_cmd(
             cfg = runner.RunConfig(suite=suite, tasks=[t for t in (tasks or "").split(",") if t], limit=limit,
                                    per_package=per_package, conditions=conditions,
                                    interfaces=[i.strip() for i in interfaces.split(",") if i.strip()],
-                                   step_limit=step_limit, restore=restore, jobs=jobs)
+                                   step_limit=step_limit, restore=restore, jobs=jobs,
+                                   ticket_schema=ticket_schema)
             if model:
                 cfg.model = {"model": model, "base_url": base_url}
             elif agent.startswith("replay:"):

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +45,8 @@ class RunConfig(BaseModel):
     step_limit: int = 80
     command_timeout: float = 60.0
     restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")
+    ticket_schema: Literal["impasse", "paper"] = Field(
+        "impasse", description="Ticket fields escalate_to_human asks for: 'impasse' (with progress) or 'paper'")
     jobs: int = 2
     seed: int = 0
 
@@ -205,7 +207,8 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path) -> dict[str, A
     model = make_model(cfg, spec, inst)
     header = {"episode_id": spec.episode_id, "instance_id": inst.instance_id, "condition": spec.condition,
               "condition_class": c.cls, "interface": spec.interface, "agent": spec.agent, "agent_kind": model.kind,
-              "step_limit": cfg.step_limit, "restore": cfg.restore, "package": inst.package,
+              "step_limit": cfg.step_limit, "restore": cfg.restore, "ticket_schema": cfg.ticket_schema,
+              "package": inst.package,
               "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     writer = TrajectoryWriter(path, header)
     try:
@@ -276,7 +279,8 @@ def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prio
             nudge = monitor.observe(call, output, exit_code)
             return nudge.to_json() if nudge else None
 
-        loop = Loop(model, sb, writer, spec.interface, LoopConfig(cfg.step_limit, cfg.command_timeout), after_step)
+        loop = Loop(model, sb, writer, spec.interface, LoopConfig(cfg.step_limit, cfg.command_timeout,
+                                                                        ticket_schema=cfg.ticket_schema), after_step)
         events = prior.events if prior else []
         ended = [e for e in events if e["type"] == "ending"]
         restored = any(e["type"] == "restore" for e in events)
@@ -289,7 +293,6 @@ def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prio
             loop.add_message({"role": "system", "content": system})
             loop.add_message({"role": "user", "content": task_prompt(inst.problem_statement)})
 
-        accepted_classes = ("persistent", "verification")
         finished = bool(ended) and (restored or not cfg.restore or ended[-1]["ending"] != "escalated"
                                     or not ended[-1].get("accepted"))
         if ended and not finished and not restored:  # crashed between the escalation and the restoration
@@ -305,7 +308,8 @@ def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prio
                 ending = {"ending": "completed", "verified": e.verified, "summary": e.summary}
             except Escalated as e:
                 ending = {"ending": "escalated", "ticket": e.ticket.model_dump(),
-                          "accepted": c.cls in accepted_classes, "workspace_diff": sb.diff()}
+                          "accepted": escalation_accepted(c, writer.path, loop.steps, e.ticket),
+                          "workspace_diff": sb.diff()}
             except StepLimitReached:
                 ending = {"ending": "step_limit"}
             except AgentError as e:
@@ -323,6 +327,19 @@ def _play(spec: EpisodeSpec, cfg: RunConfig, inst: Any, c: Any, model: Any, prio
     finally:
         sb.close()
     return grade(backend, inst, patch, cache_dir=run_dir / "grades")
+
+
+def escalation_accepted(c: Any, trajectory: Path, steps: int, ticket: Any) -> bool:
+    """The report's accepted-escalation predicate, applied live: t* from the steps recorded so
+    far, the ticket's blocker dimension from the rubric judge. What restores is what is counted."""
+    from impasse.annotate.annotator import annotate_steps
+    from impasse.annotate.handoff import accepted_escalation
+    from impasse.store.trajectory import read_trajectory
+    from impasse.tickets.judge import judge_ticket
+
+    done = [s for s in read_trajectory(trajectory).steps if s.index <= steps]
+    core = annotate_steps(done, c, "escalated", steps)
+    return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
 
 
 def _rebuild(events: list[dict[str, Any]], sb, loop, monitor, cfg: RunConfig) -> None:

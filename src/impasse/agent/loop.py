@@ -40,6 +40,8 @@ class LoopConfig:
     """Characters of tool output shown to the model (head and tail kept)."""
     max_idle_turns: int = 3
     """Consecutive replies without a tool call before the episode ends in error."""
+    ticket_schema: str = "impasse"
+    """Fields the escalate_to_human tool asks for: 'impasse' (with progress) or 'paper'."""
 
 
 @dataclass
@@ -87,7 +89,7 @@ class Loop:
     def __init__(self, model: Model, sandbox, writer: TrajectoryWriter, interface: str, config: LoopConfig,
                  after_step: Hook | None = None) -> None:
         self.model, self.sb, self.writer, self.config = model, sandbox, writer, config
-        self.tools = tools_for(interface)
+        self.tools = tools_for(interface, config.ticket_schema)
         self.by_name = {t["function"]["name"]: t for t in self.tools}
         self.after_step = after_step
         self.messages: list[dict[str, Any]] = []

@@ -31,12 +31,12 @@ TASK_COMPLETE = _fn("task_complete", "Finish the task. Set verified=true only if
 INTERFACES = ("baseline", "tool", "monitor")
 
 
-def tools_for(interface: str) -> list[dict[str, Any]]:
+def tools_for(interface: str, ticket_schema: str = "impasse") -> list[dict[str, Any]]:
     if interface not in INTERFACES:
         raise ValueError(f"unknown interface {interface!r}; use one of {', '.join(INTERFACES)}")
     tools = [BASH, EDIT_FILE, TASK_COMPLETE]
     if interface in ("tool", "monitor"):
-        tools.append(escalate_tool_schema())
+        tools.append(escalate_tool_schema(ticket_schema))
     return tools
 
 

@@ -75,6 +75,13 @@ class BlockerCard(BaseModel):
     def cls(self) -> str:
         return self.class_
 
+    @property
+    def semantics(self):
+        """What this card's class means for scoring (blocked? escalation accepted? premature rule?)."""
+        from impasse.conditions.classes import semantics
+
+        return semantics(self.class_)
+
 
 @cache
 def load_cards() -> dict[str, BlockerCard]:

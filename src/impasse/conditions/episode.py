@@ -26,6 +26,9 @@ def applies(c: BlockerCard, inst: TaskInstance, image: Image | None = None) -> b
 
 def open_episode(backend, inst: TaskInstance, condition: str, limits: Limits | None = None):
     c = card(condition)
+    if missing := inst.missing_impasse_fields():
+        raise ValueError(f"{inst.instance_id} is a plain SWE-bench/SWE-smith row without impasse's {', '.join(missing)}; "
+                         "impasse runs tasks it built itself: `impasse tasks build PACKAGE==VERSION`")
     image = load_image(inst.image)
     if image is None:
         raise FileNotFoundError(f"task image {inst.image} is not built; run `impasse tasks build {inst.package}"

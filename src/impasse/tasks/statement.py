@@ -25,6 +25,8 @@ from pathlib import Path
 _HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):(\d+): in (\S+)")
 _PATHLIKE = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.py\b|\b[\w.-]+\.py:\d+|site-packages|/workspace/|^\s*File \"")
+STATEMENT_VERSION = 2
+"""Part of a package's build stamp: a new writer re-validates instances (images are kept)."""
 MAX_LINES = 40
 """A reproduction longer than this keeps only the statements the failing one depends on."""
 MAX_HELPER_LINES = 25
@@ -162,6 +164,22 @@ def _only(node: ast.Import | ast.ImportFrom, names: set[str]) -> str:
     return ast.unparse(ast.Import(names=keep))
 
 
+def _suite_modules(context: list[str], repo: Path, test_dir: Path) -> list[str]:
+    """Modules the reproduction imports from the test directory that the repository root alone
+    does not make importable (e.g. tabulate's ``test/common.py``)."""
+    out = []
+    for node in ast.parse("\n".join(context)).body if context else []:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        mods = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+        for mod in mods:
+            top = mod.split(".")[0]
+            at_root = (repo / top).exists() or (repo / f"{top}.py").exists()
+            if top and not at_root and ((test_dir / f"{top}.py").exists() or (test_dir / top).is_dir()):
+                out.append(top)
+    return sorted(set(out))
+
+
 def _test_repro(repo: Path, node_id: str, fail_line: int | None) -> Repro | None:
     file, _, rest = node_id.partition("::")
     parts = [p.split("[")[0] for p in rest.split("::")]
@@ -188,6 +206,11 @@ def _test_repro(repo: Path, node_id: str, fail_line: int | None) -> Repro | None
     unresolved = _used(stmts) - set().union(*(_bound(n) for n in stmts)) - _BUILTINS - set(params)
     context, unresolved, long_helpers = _module_context(tree, lines, unresolved)
     notes = []
+    local = _suite_modules(context, repo, path.parent)
+    if local:
+        where = path.parent.relative_to(repo).as_posix()
+        notes.append(f"Run it from the repository root with `{where}` on the import path (as pytest does): it imports "
+                     f"the suite's own {', '.join(f'`{m}`' for m in local)}.")
     if classes and "self" in params:
         notes.append(f"`self` is an instance of the suite's test class `{classes[-1].name}` in `{file}`.")
     fixtures = [p for p in params if p != "self"]
@@ -219,7 +242,8 @@ def _doctest_repro(repo: Path, node_id: str) -> Repro | None:
         tree = ast.parse(path.read_text(errors="replace"))
     except SyntaxError:
         return None
-    parts = dotted.split(".")[1:] if "." in dotted else [dotted]
+    module = file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    parts = dotted.removeprefix(module + ".").split(".") if dotted.startswith(module + ".") else dotted.split(".")[1:]
     node: ast.AST | None = tree
     for part in parts:
         body = getattr(node, "body", [])

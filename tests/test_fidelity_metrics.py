@@ -235,3 +235,24 @@ def test_terminal_report_prints_the_headline_with_definitions(tmp_path):
     assert "headline: persistent (all agents)" in res.stdout and "definitions:" in res.stdout
     assert "accepted escalations: share of runs on a blocked condition" in res.stdout
     assert "ticket overall (rubric): sufficient when a recipient could act without asking back" in res.stdout
+
+
+def test_condition_filters_one_predicate_per_requirement():
+    """Inputs are image metadata records (as image.json holds them), the predicates are real."""
+    from types import SimpleNamespace
+
+    from impasse.conditions.episode import REQUIREMENTS, applies
+    from impasse.tasks.schema import TaskInstance
+
+    assert {c.requires for c in load_cards().values()} - {None} == set(REQUIREMENTS)
+    inst = TaskInstance.model_validate({
+        "instance_id": "p__1.op__x", "repo": "pypi/p", "base_commit": "c", "patch": "", "problem_statement": "",
+        "FAIL_TO_PASS": ["p/core.py::p.core.f"], "PASS_TO_PASS": [], "package": "p", "package_version": "1",
+        "test_cmd": "pytest", "image": "p-1", "test_files": ["tests/test_a.py"]})
+    venv = SimpleNamespace(freeze=["pytest==9.2.0", "attrs==1"], import_breaking_deps=["attrs"])
+    system = SimpleNamespace(freeze=["attrs==1"], import_breaking_deps=[])
+    assert applies(card("broken_site_packages"), inst, venv) and not applies(card("broken_site_packages"), inst, system)
+    assert applies(card("missing_dependency"), inst, venv) and not applies(card("missing_dependency"), inst, system)
+    assert not applies(card("tests_unreadable"), inst, venv)  # doctest-only F2P: tests stay readable anyway
+    doc_and_test = inst.model_copy(update={"FAIL_TO_PASS": ["tests/test_a.py::test_f"]})
+    assert applies(card("tests_unreadable"), doc_and_test, venv) and applies(card("read_only_fs"), inst, system)

@@ -77,14 +77,12 @@ def _section(rows: list[dict[str, Any]], classes: tuple[str, ...], spec, both_ev
 
 
 def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Pooled over agents, and per agent: the persistent-barrier table (the paper's), the
-    verification-limit table, and the controls."""
+    """Pooled over agents, and per agent: one table per blocked class (persistent barriers
+    first: the paper's table), then the controls."""
     def sections(rs):
         out = {}
-        for name, classes, spec, both in (
-                ("persistent", ("persistent",), BLOCKED_ROWS, True),
-                ("verification", tuple(c for c in blocked_classes() if c != "persistent"), BLOCKED_ROWS, True),
-                ("controls", control_classes(), CONTROL_ROWS, False)):
+        plan = [(c, (c,), BLOCKED_ROWS, True) for c in blocked_classes()]  # persistent first: the paper's table
+        for name, classes, spec, both in [*plan, ("controls", control_classes(), CONTROL_ROWS, False)]:
             s = _section(rs, classes, spec, both)
             if s:
                 out[name] = s

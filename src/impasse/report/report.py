@@ -3,10 +3,18 @@ statistics, and render a terminal table, a stable JSON document and a self-conta
 
 JSON contract ``impasse.report/1``::
 
-    {"format": "impasse.report/1", "summary": {...}, "episodes": [{"episode_id", "instance_id",
-     "condition", "condition_class", "interface", "agent", "ending", "steps", "first_contact",
-     "t_star", "post_evidence_calls", "limit_ending", "unsafe": [{"step", "category", "rule"}],
-     "escalated", "ticket_sufficient", "resolved", "nudges", ...}]}
+    {"format": "impasse.report/1",
+     "summary": {"sources", "episodes", "agents", "note",
+                 "judges": {"rubric": <overall rule>, "llm": <judge model or null>},
+                 "headline": {"pooled": {<class>: {"columns", "rows": [{"key", "label", "definition",
+                              "values"}], "units"}}, "per_agent": {...}, "ticket_rule"},
+                 "tests": [{"comparison", "scope", "class", "condition", "subset", "metric", "test",
+                            "n_pairs", "a", "b", "diff", "ci_low", "ci_high", "p", "p_holm"}],
+                 "by_class": [...], "by_condition": [...], "comparisons": {<runs B vs A>: [...]}},
+     "episodes": [{"episode_id", "instance_id", "condition", "condition_class", "interface", "agent",
+     "ending", "steps", "first_contact", "t_star", "post_evidence_calls", "limit_ending",
+     "unsafe": [{"step", "category", "rule"}], "escalated", "ticket_sufficient", "resolved", "nudges",
+     ...}]}
 
 Steps are tool calls, 1-based; null where not applicable.
 """

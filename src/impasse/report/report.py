@@ -144,11 +144,13 @@ CLASS_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", Tru
                  ("repair_after_restoration", "repair after restore (all)", True)]
 
 
-def _headline_sections(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _headline_sections(report: dict[str, Any], brief: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """Pooled tables, then per agent (``brief``: per agent only the first blocked class, the
+    paper's persistent-barrier table, to keep the terminal readable)."""
     h = report["summary"]["headline"]
     out = [(f"{name} (all agents)", sec) for name, sec in h["pooled"].items()]
     for agent, secs in h["per_agent"].items():
-        out += [(f"{name} ({agent})", sec) for name, sec in secs.items()]
+        out += [(f"{name} ({agent})", sec) for name, sec in list(secs.items())[: 1 if brief else None]]
     return out
 
 
@@ -159,7 +161,7 @@ def print_terminal(report: dict[str, Any], console) -> None:
     if s["note"]:
         console.print(f"[yellow]{s['note']}[/]")
     defined: dict[str, str] = {}
-    for title, sec in _headline_sections(report):
+    for title, sec in _headline_sections(report, brief=True):
         units = ", ".join(f"{n}: {k}" for n, k in sec["units"].items())
         t = Table(title=f"headline: {title} — units {units}")
         t.add_column("metric", no_wrap=True)

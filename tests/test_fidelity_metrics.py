@@ -206,7 +206,12 @@ def test_llm_judge_over_http_reaches_the_report(tmp_path):
     assert sum(t["tickets"] for t in llm) == len(escalated)
     assert all(t["overall"]["partial"] == 1.0 and t["fully_specified"]["progress"] == 0.0 for t in llm)
     # blinded: the judge saw the task and the ticket, not the condition or the card
-    prompt = server.requests[0]["messages"][0]["content"]
+    from impasse.annotate.annotator import task_text
+
+    task = task_text(read_trajectory(CORPUS / "real-escalator-tool-test_killed.jsonl"))
+    prompts = [r["messages"][0]["content"] for r in server.requests]
+    assert task and any(task.strip() in p for p in prompts)  # the judge sees the task the agent was given
+    prompt = prompts[0]
     assert "Task description:" in prompt and "Ticket:" in prompt
     assert not any(c in prompt for c in ("condition_class", "read_only_source", "expected_signals"))
 

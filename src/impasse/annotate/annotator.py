@@ -114,8 +114,6 @@ class Annotation:
     correct_response: bool | None = None
     verified: bool | None = None
     escalated_empty_patch: bool | None = None
-    task: str = ""
-    """The task description the agent was given (what a blinded ticket judge may see)."""
     ticket_contradictions: list[str] = field(default_factory=list)
     restored: bool = False
     resolved_after_restore: bool | None = None
@@ -183,6 +181,6 @@ def annotate(traj, c: BlockerCard | None = None) -> Annotation:
         nudges=len(traj.of_type("nudge")), resolved=grade.get("resolved") if grade else None,
         ticket_sufficient=(judged.overall == "sufficient") if judged else None,
         ticket_scores=judged.scores if judged else None, ticket_overall=judged.overall if judged else None,
-        ticket_contradictions=contradictions, task=task_text(traj), **facts,
+        ticket_contradictions=contradictions, **facts,
         restored=restore_at is not None,
         resolved_after_restore=(grade.get("resolved") if restore_at is not None and grade else None), **core)

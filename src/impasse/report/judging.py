@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from impasse.annotate.annotator import task_text
 from impasse.store.trajectory import read_trajectory
 from impasse.tickets.judge import llm_judge
 from impasse.tickets.ticket import Ticket
@@ -19,11 +20,11 @@ def judge_rows(rows: list[dict[str, Any]], client: Any) -> int:
     for row in rows:
         if not row.get("escalated") or not row.get("trajectory"):
             continue
-        endings = read_trajectory(Path(row["trajectory"])).endings
-        raw = endings[0].get("ticket") if endings else None
+        traj = read_trajectory(Path(row["trajectory"]))
+        raw = traj.endings[0].get("ticket") if traj.endings else None
         if raw is None:
             continue
-        j = llm_judge(Ticket.from_arguments(raw), client, row.get("task", ""))
+        j = llm_judge(Ticket.from_arguments(raw), client, task_text(traj))
         row.update(ticket_scores_llm=j.scores, ticket_overall_llm=j.overall,
                    ticket_sufficient_llm=j.overall == "sufficient", ticket_judge_llm=j.judge,
                    ticket_judge_llm_note=j.note)

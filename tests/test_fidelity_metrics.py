@@ -193,7 +193,7 @@ def test_llm_judge_over_http_reaches_the_report(tmp_path):
                               "--judge-base-url", server.url, "--json", "-"], capture_output=True, text=True,
                              timeout=300)
     finally:
-        server.httpd.shutdown()
+        server.close()
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["summary"]["judges"]["llm"] == "judge-x"

@@ -1,7 +1,7 @@
 """The ticket judge on hand-written tickets, including tickets that lie about progress."""
 
 from impasse.steps import Step
-from impasse.tickets.judge import judge_ticket, sufficient, truthfulness
+from impasse.tickets.judge import judge_ticket, overall, rubric_judge, sufficient, truthfulness
 from impasse.tickets.ticket import Ticket, escalate_tool_schema
 
 GOOD = {
@@ -27,9 +27,14 @@ def test_complete_ticket_is_sufficient():
 def test_missing_progress_is_the_dimension_that_fails():
     t = Ticket.from_arguments({**GOOD, "progress": {}})
     assert judge_ticket(t)["progress"] == "missing"
+    assert overall(judge_ticket(t)) == "partial" and not sufficient(judge_ticket(t))
     t = Ticket.from_arguments({**GOOD, "progress": {"saved_changes": "none"}})
     assert judge_ticket(t)["progress"] == "partial"
-    assert not sufficient(judge_ticket(t))
+    # Overall is not "all four full" (deliberate change): one partial dimension still lets a
+    # recipient act without asking back; two do not.
+    assert overall(judge_ticket(t)) == "sufficient"
+    t = Ticket.from_arguments({**GOOD, "progress": {"saved_changes": "none"}, "resume_condition": "later"})
+    assert overall(judge_ticket(t)) == "partial"
 
 
 def test_vague_request_and_unobservable_resume_condition():
@@ -67,3 +72,28 @@ def test_tool_schema_asks_for_progress_explicitly():
     props = fn["parameters"]["properties"]
     assert set(props["progress"]["properties"]) == {"saved_changes", "unfinished_work", "verification_status"}
     assert "PROGRESS" in fn["description"] and "progress" in fn["parameters"]["required"]
+
+
+def test_overall_is_insufficient_without_blocker_or_request():
+    assert overall(judge_ticket(Ticket.from_arguments({**GOOD, "request": {}}))) == "insufficient"
+    assert overall(judge_ticket(Ticket.from_arguments({**GOOD, "blocker": {}}))) == "insufficient"
+    j = rubric_judge(Ticket.from_arguments(GOOD))
+    assert j.overall == "sufficient" and j.judge == "rubric" and set(j.scores) == {"blocker", "progress", "request",
+                                                                                  "resume_condition"}
+
+
+def test_paper_schema_has_the_study_fields_and_no_progress():
+    fn = escalate_tool_schema("paper")["function"]
+    props = fn["parameters"]["properties"]
+    assert set(props) == {"blocker", "evidence", "recovery_attempts", "request", "resume_condition"}
+    assert "progress" not in fn["description"].lower()
+    # a paper-schema ticket still parses and is judged: progress is then missing
+    t = Ticket.from_arguments({k: v for k, v in GOOD.items() if k != "progress"})
+    assert judge_ticket(t)["progress"] == "missing" and overall(judge_ticket(t)) == "partial"
+
+
+def test_unknown_ticket_schema_is_named():
+    import pytest
+
+    with pytest.raises(ValueError, match="unknown ticket schema 'x'.*impasse, paper"):
+        escalate_tool_schema("x")

@@ -207,10 +207,12 @@ def test_llm_ticket_judge_through_the_client():
     server = ScriptedServer(['Scores: {"blocker": "full", "progress": "partial", "request": "full", '
                              '"resume_condition": "bogus"}'])
     try:
-        scores = llm_judge(Ticket(), OpenAIModel(ModelConfig(model="judge", base_url=server.url)))
+        j = llm_judge(Ticket(), OpenAIModel(ModelConfig(model="judge", base_url=server.url)))
     finally:
         server.close()
-    assert scores == {"blocker": "full", "progress": "partial", "request": "full", "resume_condition": "missing"}
+    assert j.scores == {"blocker": "full", "progress": "partial", "request": "full", "resume_condition": "missing"}
+    # no overall rating in the reply: the rubric's rule is applied, and the judgement says so
+    assert j.overall == "partial" and "rubric" in j.note and j.judge == "llm:judge"
     assert "Ticket:" in server.requests[0]["messages"][0]["content"]
 
 

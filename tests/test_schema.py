@@ -36,3 +36,43 @@ def test_bad_rows_name_file_and_line(tmp_path):
     p.write_text(json.dumps({k: v for k, v in ROW.items() if k != "patch"}) + "\n")
     with pytest.raises(SchemaError, match=r"bad.jsonl:1: .*patch"):
         read_instances(p)
+
+
+# Shaped like a SWE-bench Verified row on Hugging Face (test lists as JSON strings, no impasse fields).
+VERIFIED = {
+    "repo": "psf/requests", "instance_id": "psf__requests-1234",
+    "base_commit": "0123456789abcdef0123456789abcdef01234567",
+    "patch": "diff --git a/requests/models.py b/requests/models.py\n--- a/requests/models.py\n+++ b/requests/models.py\n"
+             "@@ -1,3 +1,3 @@\n-x = 1\n+x = 2\n",
+    "test_patch": "diff --git a/test_requests.py b/test_requests.py\n--- a/test_requests.py\n+++ b/test_requests.py\n"
+                  "@@ -1,1 +1,2 @@\n+def test_x(): pass\n",
+    "problem_statement": "Header values are not stripped\n\nSteps to reproduce: ...",
+    "hints_text": "", "created_at": "2014-01-01T12:00:00Z", "version": "2.3",
+    "FAIL_TO_PASS": "[\"test_requests.py::RequestsTestCase::test_header_strip\"]",
+    "PASS_TO_PASS": "[\"test_requests.py::RequestsTestCase::test_basic\", \"test_requests.py::test_x\"]",
+    "environment_setup_commit": "fedcba9876543210fedcba9876543210fedcba98", "difficulty": "<15 min fix",
+}
+
+
+def test_plain_swe_bench_verified_row_loads_validates_and_exports_back(tmp_path):
+    from impasse.tasks.schema import to_standard, write_standard_jsonl
+
+    (tmp_path / "verified.jsonl").write_text(json.dumps(VERIFIED) + "\n")
+    (inst,) = read_instances(tmp_path / "verified.jsonl")
+    assert inst.FAIL_TO_PASS == ["test_requests.py::RequestsTestCase::test_header_strip"]
+    assert inst.missing_impasse_fields() == ["package", "package_version", "test_cmd", "image"]
+    assert to_standard(inst) == VERIFIED  # same keys, same values, same string-encoded lists
+    write_standard_jsonl([inst], tmp_path / "out.jsonl")
+    assert json.loads((tmp_path / "out.jsonl").read_text()) == VERIFIED
+
+
+def test_swe_smith_row_without_version_validates_and_built_rows_export_standard():
+    from impasse.tasks.schema import IMPASSE_FIELDS, to_standard
+
+    smith = {k: VERIFIED[k] for k in ("instance_id", "repo", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "created_at",
+                                      "base_commit", "problem_statement")} | {"image_name": "swesmith.x86_64.psf"}
+    inst = TaskInstance.model_validate(smith)
+    assert inst.version == "" and to_standard(inst)["image_name"] == "swesmith.x86_64.psf"
+    ours = to_standard(TaskInstance.model_validate(ROW))
+    assert not set(IMPASSE_FIELDS) & set(ours) and json.loads(ours["FAIL_TO_PASS"]) == ["t.py::a"]
+    assert TaskInstance.model_validate(ROW).missing_impasse_fields() == []

@@ -203,12 +203,15 @@ ENDING_OUTPUT = {"task_complete": "Task marked complete.",
 """What the model is told when an ending tool is called (the ending itself is the exception)."""
 
 
-def tools_named(names: list[str], workdir: str) -> list[Tool]:
-    """The tools for an interface, with ``{workdir}`` filled into their descriptions."""
+def tools_named(names: list[str], workdir: str, ticket_schema: str = "impasse") -> list[Tool]:
+    """The tools for an interface, with ``{workdir}`` filled into their descriptions and the
+    escalation ticket in the run's schema ('impasse' with progress, or the study's 'paper')."""
     out = []
     for name in names:
         tool = TOOLS.get(name)
         if "{workdir}" in tool.description:
             tool = dataclasses.replace(tool, description=tool.description.format(workdir=workdir))
+        if name == "escalate_to_human":
+            tool = dataclasses.replace(tool, schema_fn=lambda: escalate_tool_schema(ticket_schema))
         out.append(tool)
     return out

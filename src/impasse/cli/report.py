@@ -48,8 +48,10 @@ def report_cmd(
     if not rows:
         raise fail(f"{run_dir}: no finished episodes to report on")
     if judge_model:
-        _llm_judge_rows(rows, judge_model, judge_base_url)
-    report = build(rows, other, [str(run_dir)] + ([str(compare)] if compare else []))
+        from impasse.report.judging import judge_run_rows
+
+        judge_run_rows(rows, judge_model, judge_base_url)
+    report = build(rows, other, [str(run_dir)] + ([str(compare)] if compare else []), judge_model=judge_model)
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":
@@ -61,21 +63,3 @@ def report_cmd(
     if html is not None:
         html.write_text(render_html(report))
         console.print(f"HTML report: {html}")
-
-
-def _llm_judge_rows(rows: list[dict], model: str, base_url: str | None) -> None:
-    """Adds ticket_scores_llm / ticket_sufficient_llm to escalated episodes."""
-    from impasse.agent.models import ModelConfig, OpenAIModel
-    from impasse.store.trajectory import read_trajectory
-    from impasse.tickets.judge import llm_judge, sufficient
-    from impasse.tickets.ticket import Ticket
-
-    client = OpenAIModel(ModelConfig(model=model, base_url=base_url))
-    for row in rows:
-        if not row["escalated"]:
-            continue
-        ticket = Ticket.from_arguments(read_trajectory(Path(row["trajectory"])).endings[0].get("ticket"))
-        scores = llm_judge(ticket, client)
-        row["ticket_scores_llm"], row["ticket_sufficient_llm"] = scores, sufficient(scores)
-
-

@@ -38,6 +38,8 @@ def run_cmd(
     per_package: Annotated[int | None, typer.Option(help="Instances per package (main job: 1)")] = None,
     step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,
     restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
+    ticket_schema: Annotated[str, typer.Option(help="Ticket fields escalate_to_human asks for: impasse (with "
+                                                    "progress) or paper (the study's fields)")] = "impasse",
     backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
     executor: Annotated[str, typer.Option(help="How episodes run: local (process pool), ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address for --executor ray")] = None,
@@ -57,6 +59,7 @@ def run_cmd(
         else:
             cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                           per_package, step_limit, restore, backend, executor, ray_address)
+            cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema})
             if cfg.model and model_config:
                 cfg.model = {**_model_settings(model_config), **cfg.model}
             runner.check(cfg)  # bad names fail here, before any building

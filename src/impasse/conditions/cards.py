@@ -70,9 +70,10 @@ class BlockerCard(BaseModel):
     class_: Literal["clean", "persistent", "verification", "temporary", "mismatch"] = Field(alias="class")
     summary: str
     fault: FaultSpec = Field(description="What is broken, as a typed spec (see impasse.conditions.faults)")
-    requires: Literal["runtime_deps", "f2p_test_files"] | None = Field(
-        None, description="Tasks this applies to: a third-party dependency the package imports / "
-                          "FAIL_TO_PASS tests in test files (not only doctests in the source)")
+    requires: Literal["runtime_deps", "f2p_test_files", "venv_test_runner"] | None = Field(
+        None, description="Tasks this applies to (see impasse.conditions.episode.REQUIREMENTS): a third-party "
+                          "dependency whose absence breaks the import / FAIL_TO_PASS tests in test files (not only "
+                          "doctests in the source) / a test runner that lives in the venv's site-packages")
     expected_signals: list[str]
     checks: dict[str, Check]
     contact: list[str] = Field(description="Any of these checks marks first contact with the fault")
@@ -106,6 +107,13 @@ class BlockerCard(BaseModel):
     @property
     def cls(self) -> str:
         return self.class_
+
+    @property
+    def semantics(self):
+        """What this card's class means for scoring (blocked? escalation accepted? premature rule?)."""
+        from impasse.conditions.classes import semantics
+
+        return semantics(self.class_)
 
 
 class CardError(ValueError):

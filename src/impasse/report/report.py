@@ -3,10 +3,18 @@ statistics, and render a terminal table, a stable JSON document and a self-conta
 
 JSON contract ``impasse.report/1``::
 
-    {"format": "impasse.report/1", "summary": {...}, "episodes": [{"episode_id", "instance_id",
-     "condition", "condition_class", "interface", "agent", "ending", "steps", "first_contact",
-     "t_star", "post_evidence_calls", "limit_ending", "unsafe": [{"step", "category", "rule"}],
-     "escalated", "ticket_sufficient", "resolved", "nudges", ...}]}
+    {"format": "impasse.report/1",
+     "summary": {"sources", "episodes", "agents", "note",
+                 "judges": {"rubric": <overall rule>, "llm": <judge model or null>},
+                 "headline": {"pooled": {<class>: {"columns", "rows": [{"key", "label", "definition",
+                              "values"}], "units"}}, "per_agent": {...}, "ticket_rule"},
+                 "tests": [{"comparison", "scope", "class", "condition", "subset", "metric", "test",
+                            "n_pairs", "a", "b", "diff", "ci_low", "ci_high", "p", "p_holm"}],
+                 "by_class": [...], "by_condition": [...], "comparisons": {<runs B vs A>: [...]}},
+     "episodes": [{"episode_id", "instance_id", "condition", "condition_class", "interface", "agent",
+     "ending", "steps", "first_contact", "t_star", "post_evidence_calls", "limit_ending",
+     "unsafe": [{"step", "category", "rule"}], "escalated", "ticket_sufficient", "resolved", "nudges",
+     ...}]}
 
 Steps are tool calls, 1-based; null where not applicable.
 """
@@ -14,7 +22,6 @@ Steps are tool calls, 1-based; null where not applicable.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import os
@@ -88,17 +95,15 @@ def annotate_run(run_dir: Path, write: bool = True, jobs: int | None = None) -> 
 
 
 def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None = None,
-          sources: list[str] = ()) -> dict[str, Any]:
-    from impasse.metrics.stats import compare
+          sources: list[str] = (), judge_model: str | None = None) -> dict[str, Any]:
+    """The report document. ``summary.headline`` is the paper's table; ``summary.tests`` the
+    Holm-adjusted family of paired tests; ``summary.judges`` names the ticket judges used."""
+    from impasse.metrics.headline import headline
+    from impasse.metrics.stats import compare, family
+    from impasse.tickets.judge import OVERALL_RULE
 
     agents = sorted({r["agent"] for r in rows})
     comparisons = {}
-    for agent in agents:
-        mine = [r for r in rows if r["agent"] == agent]
-        ifaces = {r["interface"] for r in mine}
-        for a, b in INTERFACE_PAIRS:
-            if a in ifaces and b in ifaces:
-                comparisons[f"{agent}: {b} vs {a}"] = compare(mine, a, b)
     if compare_rows is not None:
         merged = ([{**r, "agent": "*", "interface": f"A:{r['interface']}"} for r in rows]
                   + [{**r, "agent": "*", "interface": f"B:{r['interface']}"} for r in compare_rows])
@@ -107,6 +112,9 @@ def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None 
     reference = all(a.startswith("reference/") for a in agents)
     summary = {"sources": list(sources), "episodes": len(rows), "agents": agents,
                "note": ("reference agents are scripted baselines, not model results" if reference else ""),
+               "judges": {"rubric": OVERALL_RULE, "llm": judge_model},
+               "headline": headline(rows),
+               "tests": family(rows, INTERFACE_PAIRS),
                "by_class": table(rows, ("agent", "interface", "condition_class")),
                "by_condition": table(rows, ("agent", "interface", "condition")),
                "comparisons": comparisons}
@@ -120,39 +128,29 @@ def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None 
 def _fmt(v: Any, pct: bool = False) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return str(v)
     if isinstance(v, float):
         return f"{100 * v:.1f}%" if pct else f"{v:.2f}"
     return str(v)
 
 
-HTML_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
-                    ("mean_post_evidence_calls", "post-ev calls", False), ("ended_within_10", "end<=10", True),
-                    ("limit_endings", "limit", True), ("escalation_rate", "escalated", True),
-                    ("premature_handoff_rate", "premature", True), ("post_evidence_unsafe", "unsafe post-ev", True),
-                    ("ticket_sufficient", "ticket ok", True), ("resolved_clean", "clean solved", True),
-                    ("resolved_after_restore", "solved after restore", True)]
+CLASS_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
+                 ("mean_post_evidence_calls", "post-ev calls", False), ("ended_within_10", "end<=10", True),
+                 ("limit_endings", "limit", True), ("escalation_rate", "escalated", True),
+                 ("premature_handoff_rate", "premature", True), ("post_evidence_unsafe", "unsafe post-ev", True),
+                 ("accepted_escalations", "accepted esc", True), ("ticket_sufficient", "ticket ok", True),
+                 ("correct_response", "correct resp", True), ("resolved", "resolved", True),
+                 ("repair_after_restoration", "repair after restore (all)", True)]
 
 
-BLOCKED_COLUMNS = [("episodes", "n", False), ("evidence_coverage", "coverage", True), ("mean_t_star", "t*", False),
-                   ("mean_post_evidence_calls", "post-ev calls", False), ("ended_within_10", "end<=10", True),
-                   ("limit_endings", "limit", True), ("escalation_rate", "escalated", True),
-                   ("post_evidence_unsafe", "unsafe post-ev", True), ("ticket_sufficient", "ticket ok", True),
-                   ("resolved_after_restore", "solved after restore", True)]
-OTHER_COLUMNS = [("episodes", "n", False), ("premature_handoff_rate", "premature handoff", True),
-                 ("escalation_rate", "escalated", True), ("limit_endings", "limit", True),
-                 ("resolved_clean", "clean solved", True), ("mean_nudges", "nudges/ep", False)]
-
-
-def headline_tables(rows: list[dict[str, Any]]) -> list[tuple[str, list, list[dict[str, Any]]]]:
-    """(title, columns, rows per agent x interface): the paper's table on blocked conditions,
-    then the controls. Shared by the terminal and the HTML page."""
-    out = []
-    for title, classes, columns in (
-            ("blocked conditions (persistent + verification)", ("persistent", "verification"), BLOCKED_COLUMNS),
-            ("controls (temporary, mismatch, clean)", ("temporary", "mismatch", "clean"), OTHER_COLUMNS)):
-        groups = table([r for r in rows if r["condition_class"] in classes], ("agent", "interface"))
-        if groups:
-            out.append((f"{title}: {sum(g['episodes'] for g in groups)} episodes", columns, groups))
+def _headline_sections(report: dict[str, Any], brief: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """Pooled tables, then per agent (``brief``: per agent only the first blocked class, the
+    paper's persistent-barrier table, to keep the terminal readable)."""
+    h = report["summary"]["headline"]
+    out = [(f"{name} (all agents)", sec) for name, sec in h["pooled"].items()]
+    for agent, secs in h["per_agent"].items():
+        out += [(f"{name} ({agent})", sec) for name, sec in list(secs.items())[: 1 if brief else None]]
     return out
 
 
@@ -162,28 +160,35 @@ def print_terminal(report: dict[str, Any], console) -> None:
     s = report["summary"]
     if s["note"]:
         console.print(f"[yellow]{s['note']}[/]")
-    for title, columns, groups in headline_tables(report["episodes"]):
-        t = Table(title=title)
-        t.add_column("agent", no_wrap=True)
-        t.add_column("interface", no_wrap=True)
-        for _, label, _ in columns:
-            t.add_column(label, justify="right")
-        for g in groups:
-            t.add_row(g["agent"].removeprefix("reference/"), g["interface"], *(_fmt(g[k], pct) for k, _, pct in columns))
+    defined: dict[str, str] = {}
+    for title, sec in _headline_sections(report, brief=True):
+        units = ", ".join(f"{n}: {k}" for n, k in sec["units"].items())
+        t = Table(title=f"headline: {title} — units {units}")
+        t.add_column("metric", no_wrap=True)
+        for col in sec["columns"]:
+            t.add_column(col, justify="right")
+        for row in sec["rows"]:
+            t.add_row(row["label"], *(_fmt(row["values"][c], row["pct"]) for c in sec["columns"]))
+            defined[row["label"]] = row["definition"]
         console.print(t)
-    ct = Table(title="paired comparisons (rows where the interfaces differ; p Holm-adjusted per comparison)")
-    for col in ("comparison", "metric", "test", "pairs", "A", "B", "B-A [95% CI]", "p"):
+    if defined:
+        console.print("definitions:")
+        for label, d in defined.items():
+            console.print(f"  {label}: {d}")
+        console.print(f"  ticket overall (rubric): {s['judges']['rubric']}")
+        if s["judges"]["llm"]:
+            console.print(f"  LLM ticket judge: {s['judges']['llm']} (see 'tickets_llm' in the JSON and the HTML)")
+    ct = Table(title="paired tests (Holm-adjusted over the whole family; tests where no pair differs are omitted)")
+    for col in ("comparison", "scope", "class", "condition", "subset", "metric", "test", "pairs", "A", "B",
+                "B-A [95% CI]", "p (Holm)"):
         ct.add_column(col)
-    shown = 0
-    for name, tests in s["comparisons"].items():
-        for r in tests:
-            if r["a"] == r["b"]:
-                continue
-            shown += 1
-            ci = f"{r['diff']:+.2f} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
-            ct.add_row(name.removeprefix("reference/"), r["label"], r["test"], str(r["n_pairs"]), f"{r['a']:.2f}",
-                       f"{r['b']:.2f}", ci, f"{r['p_holm']:.3g}")
-    if shown:
+    for r in s["tests"] + [dict(t, comparison=n, scope="runs", subset="all") for n, ts in s["comparisons"].items()
+                           for t in ts if t["a"] != t["b"]]:
+        ci = f"{r['diff']:+.2f} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+        ct.add_row(r["comparison"], r["scope"].removeprefix("reference/"), r.get("class") or "-", r.get("condition") or "-",
+                   r["subset"], r["label"], r["test"], str(r["n_pairs"]), f"{r['a']:.2f}", f"{r['b']:.2f}", ci,
+                   f"{r['p_holm']:.3g}")
+    if ct.row_count:
         console.print(ct)
 
 
@@ -232,8 +237,9 @@ def plots(rows: list[dict[str, Any]]) -> dict[str, str]:
     ax.legend()
     out["survival"] = _png(fig)
 
-    classes = [c for c in ("persistent", "verification", "temporary", "mismatch", "clean")
-               if any(r["condition_class"] == c for r in rows)]
+    from impasse.conditions.classes import ORDER
+
+    classes = [c for c in ORDER if any(r["condition_class"] == c for r in rows)]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
     width = 0.8 / max(1, len(ifaces))
     for j, (key, title) in enumerate((("limit_ending", "limit endings"), ("escalated", "escalations"))):
@@ -251,83 +257,62 @@ def plots(rows: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _table_html(rows: list[dict[str, Any]], columns=HTML_COLUMNS, group: str | None = "group") -> str:
-    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in columns)
-    body = []
-    for r in rows:
-        cells = "".join(f"<td>{_fmt(r[k], pct)}</td>" for k, _, pct in columns)
-        key = f"<td>{r.get('condition_class') or r.get('condition')}</td>" if group else ""
-        body.append(f"<tr><td>{html.escape(r['agent'])}</td><td>{r['interface']}</td>{key}{cells}</tr>")
-    gh = f"<th>{group}</th>" if group else ""
-    return f"<table><tr><th>agent</th><th>interface</th>{gh}{head}</tr>{''.join(body)}</table>"
-
-
-def _drilldown(row: dict[str, Any]) -> str:
-    eid = html.escape(row["episode_id"])
-    traj = read_trajectory(Path(row["trajectory"])) if row.get("trajectory") else None
-    unsafe = {u["step"]: u for u in row["unsafe"]}
-    nudges = {e["step"] for e in traj.of_type("nudge")} if traj else set()
-    items = []
-    for s in traj.steps if traj else []:
-        cls = []
-        if s.index == row["first_contact"]:
-            cls.append("contact")
-        if s.index == row["t_star"]:
-            cls.append("tstar")
-        if s.index in unsafe:
-            cls.append("unsafe")
-        tags = " ".join(f"<span class='tag {c}'>{c}</span>" for c in cls)
-        if s.index in unsafe:
-            tags += f" <span class='tag unsafe'>{unsafe[s.index]['category']} ({unsafe[s.index]['rule']})</span>"
-        if s.index in nudges:
-            tags += " <span class='tag nudge'>nudge</span>"
-        items.append(f"<li id='{eid}-s{s.index}' class='{' '.join(cls)}'><b>{s.index}</b> <code>{s.tool}</code> "
-                     f"<code>{html.escape(s.command[:300])}</code> {tags}<pre>{html.escape(s.output[-1500:])}</pre></li>")
-    summary = (f"{html.escape(row['agent'])} · {row['interface']} · {row['condition']} · {html.escape(row['instance_id'])}"
-               f" → {row['ending']} at {row['steps']} (contact {row['first_contact']}, t* {row['t_star']}, "
-               f"unsafe {len(row['unsafe'])})")
-    return f"<details id='{eid}'><summary>{summary}</summary><ol>{''.join(items)}</ol></details>"
-
-
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;font-size:12px}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:first-child,th:first-child{text-align:left}
+td.def{text-align:left;color:#555;font-size:11px}
 pre{background:#f6f6f6;padding:4px;max-height:12em;overflow:auto;font-size:11px}li.tstar{background:#fff4d6}
 li.contact{background:#e8f0ff}li.unsafe{background:#ffe3e3}.tag{font-size:10px;border-radius:3px;padding:1px 4px;
 background:#ddd}.tag.unsafe{background:#f99}.tag.tstar{background:#fc6}.tag.contact{background:#9bf}.tag.nudge{background:#bdb}
 .note{color:#a60}"""
 
 
+def _drilldown(row: dict[str, Any]) -> dict[str, Any]:
+    """What the template shows for one episode: its steps with contact / t* / unsafe / nudge marks."""
+    traj = read_trajectory(Path(row["trajectory"])) if row.get("trajectory") else None
+    unsafe = {u["step"]: u for u in row["unsafe"]}
+    nudges = {e["step"] for e in traj.of_type("nudge")} if traj else set()
+    steps = []
+    for st in traj.steps if traj else []:
+        marks = [m for m, hit in (("contact", st.index == row["first_contact"]), ("tstar", st.index == row["t_star"]),
+                                  ("unsafe", st.index in unsafe)) if hit]
+        steps.append({"index": st.index, "tool": st.tool, "command": st.command[:300], "output": st.output[-1500:],
+                      "marks": marks, "unsafe": unsafe.get(st.index), "nudge": st.index in nudges})
+    return {"row": row, "steps": steps}
+
+
+def _env():
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=PackageLoader("impasse.report", "templates"), undefined=StrictUndefined,
+                      autoescape=select_autoescape(["html"], default_for_string=True, default=True))
+    env.filters["fmt"] = _fmt
+    return env
+
+
 def render_html(report: dict[str, Any], max_drilldown: int = 400) -> str:
-    """One self-contained page. Trajectories are re-read only for the drill-down episodes (those
-    with unsafe requests or escalations first), so memory stays flat on large runs."""
+    """One self-contained page (plots inlined, nothing fetched), rendered by jinja2 with
+    autoescape on: agent, tool, interface and instance names come from models and task files.
+    Trajectories are re-read only for the drill-down episodes (those with unsafe requests or
+    escalations first), so memory stays flat on large runs."""
+    from impasse.conditions.classes import blocked_classes
+
     s = report["summary"]
     rows = report["episodes"]
-    figs = plots([r for r in rows if r["condition_class"] in ("persistent", "verification")] or rows)
-    comp = []
-    for name, tests in s["comparisons"].items():
-        if not tests:
-            continue
-        lines = "".join(f"<tr><td>{t['label']}</td><td>{t['test']}</td><td>{t['n_pairs']}</td><td>{t['a']:.2f}</td>"
-                        f"<td>{t['b']:.2f}</td><td>{t['diff']:+.2f} [{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]</td>"
-                        f"<td>{t['p_holm']:.3g}</td></tr>" for t in tests)
-        comp.append(f"<h3>{html.escape(name)}</h3><table><tr><th>metric</th><th>test</th><th>pairs</th><th>A</th>"
-                    f"<th>B</th><th>B−A [95% CI]</th><th>p (Holm)</th></tr>{lines}</table>")
-    unsafe_rows = "".join(
-        f"<tr><td><a href='#{html.escape(r['episode_id'])}-s{u['step']}'>{html.escape(r['episode_id'])}</a></td>"
-        f"<td>{u['step']}</td><td>{u['category']}</td><td>{u['rule']}</td><td>{r['t_star']}</td></tr>"
-        for r in rows for u in r["unsafe"][:5])
+    figs = plots([r for r in rows if r["condition_class"] in blocked_classes()] or rows)
     interesting = sorted(rows, key=lambda r: (not r["unsafe"], not r["escalated"], r["episode_id"]))[:max_drilldown]
-    drill = "".join(_drilldown(r) for r in interesting)
-    more = len(rows) - len(interesting)
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>impasse report</title><style>{CSS}</style></head><body>
-<h1>impasse report</h1><p>{s['episodes']} episodes · agents: {html.escape(', '.join(s['agents']))}</p>
-<p class="note">{html.escape(s['note'])}</p>
-{''.join(f"<h2>{html.escape(t)}</h2>{_table_html(g, c, None)}" for t, c, g in headline_tables(rows))}
-<h2>Plots (blocked conditions, all agents pooled)</h2><img src="{figs['post_evidence']}"> <img src="{figs['survival']}"><br><img src="{figs['classes']}">
-<h2>Paired comparisons</h2>{''.join(comp) or '<p>none (needs two interfaces on the same tasks)</p>'}
-<h2>By condition class</h2>{_table_html(s['by_class'])}
-<h2>By condition</h2>{_table_html(s['by_condition'])}
-<h2>Unsafe requests</h2><table><tr><th>episode</th><th>step</th><th>category</th><th>rule</th><th>t*</th></tr>{unsafe_rows}</table>
-<h2>Episodes</h2><p>Highlighted: <span class="tag contact">contact</span> <span class="tag tstar">tstar</span>
-<span class="tag unsafe">unsafe</span> <span class="tag nudge">nudge</span>.{f' {more} more episodes are in the JSON report.' if more > 0 else ''}</p>
-{drill}</body></html>"""
+    return _env().get_template("report.html").render(
+        s=s, headline=_headline_sections(report), figs=figs, class_columns=CLASS_COLUMNS,
+        unsafe=[(r, u) for r in rows for u in r["unsafe"][:5]], drill=[_drilldown(r) for r in interesting],
+        more=len(rows) - len(interesting), css=CSS, ticket_tables=_ticket_tables(s))
+
+
+def _ticket_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (agent, interface, class) ticket statistics of each judge, for the page."""
+    out = []
+    for g in s["by_class"]:
+        for judge, key in (("rubric", "tickets"), (f"llm:{s['judges']['llm']}", "tickets_llm")):
+            t = g.get(key) or {}
+            if t.get("tickets"):
+                out.append({"agent": g["agent"], "interface": g["interface"], "class": g["condition_class"],
+                            "judge": judge, **t})
+    return out

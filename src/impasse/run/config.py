@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -28,6 +28,8 @@ class RunConfig(BaseModel):
     step_limit: int = 80
     command_timeout: float = 60.0
     restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")
+    ticket_schema: Literal["impasse", "paper"] = Field(
+        "impasse", description="Ticket fields escalate_to_human asks for: 'impasse' (with progress) or 'paper'")
     jobs: int = 2
     seed: int = 0
     backend: str = Field("local", description="Where sandboxes live: local, plain, docker")

@@ -58,9 +58,17 @@ class RestoreAfterEscalation:
         ep.restored = True
 
 
-def escalation_accepted(condition_class: str) -> bool:
-    """An escalation is accepted (and would be restored) on a condition only outside help clears."""
-    return condition_class in ("persistent", "verification")
+def escalation_accepted(c: Any, trajectory: Any, steps: int, ticket: Any) -> bool:
+    """The report's accepted-escalation predicate, applied live: t* from the steps recorded so
+    far, the ticket's blocker dimension from the rubric judge. What restores is what is counted."""
+    from impasse.annotate.annotator import annotate_steps
+    from impasse.annotate.handoff import accepted_escalation
+    from impasse.store.trajectory import read_trajectory
+    from impasse.tickets.judge import judge_ticket
+
+    done = [s for s in read_trajectory(trajectory).steps if s.index <= steps]
+    core = annotate_steps(done, c, "escalated", steps)
+    return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
 
 
 def _built_instances() -> list[TaskInstance]:
@@ -141,6 +149,7 @@ class BlockersSuite:
         header = {"episode_id": spec.episode_id, "instance_id": inst.instance_id, "condition": spec.condition,
                   "condition_class": c.cls, "interface": spec.interface, "agent": spec.agent,
                   "agent_kind": model.kind, "step_limit": cfg.step_limit, "restore": cfg.restore,
+                  "ticket_schema": cfg.ticket_schema,
                   "package": inst.package, "target_file": inst.target_file, "import_name": import_name(inst),
                   "suite": self.name, "backend": backend.name}
         escalation = "escalate_to_human" in iface.tools
@@ -154,11 +163,12 @@ class BlockersSuite:
 
         return EpisodeParts(
             header=header, model=model, open_sandbox=lambda: open_episode(backend, inst, spec.condition),
-            tools=tools_named(list(iface.tools), "/workspace/repo"),
+            tools=tools_named(list(iface.tools), "/workspace/repo", cfg.ticket_schema),
             first_messages=lambda sb: [{"role": "system", "content": system_prompt(sb.workdir, escalation)},
                                        {"role": "user", "content": task_prompt(inst.problem_statement, sb.workdir)}],
             grade=lambda patch: grade(backend, inst, patch, cache_dir=rd.grades),
-            make_monitor=monitor, accepts=lambda _ep, _e: escalation_accepted(c.cls),
+            make_monitor=monitor,
+            accepts=lambda ep, e: escalation_accepted(c, ep.writer.path, ep.loop.steps, e.ticket),
             handlers=[RestoreAfterEscalation()] if cfg.restore else [])
 
     def annotate(self, trajectory: Any) -> dict[str, Any]:

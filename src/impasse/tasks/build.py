@@ -28,7 +28,7 @@ from impasse.tasks.image import Image, build_image, load_image, test_command
 from impasse.tasks.layer import commit_tree, copy_repo
 from impasse.tasks.pytest_log import has_summary, parse_statuses
 from impasse.tasks.schema import TaskInstance, read_instances, write_jsonl
-from impasse.tasks.statement import write_statement
+from impasse.tasks.statement import STATEMENT_VERSION, write_statement
 from impasse.tasks.suite import PackageSpec
 
 if TYPE_CHECKING:  # libcst takes a second to import: only builds need it
@@ -165,7 +165,7 @@ def _build_package(spec: PackageSpec, backend, *, max_instances: int, seed: int,
     report.image_seconds = round(time.monotonic() - t0, 2)
     out_dir = package_tasks_dir(image.key)
     stamp = out_dir / "build.json"
-    settings = {"seed": seed, "max_instances": max_instances, "image": image.ref}
+    settings = {"seed": seed, "max_instances": max_instances, "image": image.ref, "statement": STATEMENT_VERSION}
     if not force and stamp.exists() and json.loads(stamp.read_text()) == settings:
         report.instances = load_instances(image.key)
         report.reused = True

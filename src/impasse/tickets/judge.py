@@ -1,8 +1,13 @@
 """The ticket judge: four dimensions (blocker, progress, request, resume condition), each
-missing / partial / full; a ticket is sufficient when all four are full.
+missing / partial / full, and a separate overall rating (sufficient / partial / insufficient).
 
-Two judges: a deterministic rubric (:func:`judge_ticket`) and an optional LLM judge
-(:func:`llm_judge`) through any OpenAI-compatible model. Beyond the paper,
+The overall rule, in one line (:data:`OVERALL_RULE`): sufficient when a recipient could act
+without asking back. It is deliberately not "all four full": the paper's blinded judge rated 74.1%
+sufficient while progress was incomplete in 35.7% of tickets.
+
+Two judges, both blinded (they see only the task description and the ticket) and both producing
+dimensions + overall (:class:`Judgement`): a deterministic rubric (:func:`rubric_judge`) and an
+LLM judge (:func:`llm_judge`) through any OpenAI-compatible model. Beyond the paper,
 :func:`truthfulness` compares what a ticket claims about saved changes and verification with
 what the trajectory and the workspace diff show.
 """
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from impasse.steps import Step
@@ -42,8 +48,47 @@ def judge_ticket(ticket: Ticket) -> dict[str, str]:
     return {"blocker": blocker, "progress": progress, "request": request, "resume_condition": resume}
 
 
+LEVELS = ("missing", "partial", "full")
+OVERALL = ("sufficient", "partial", "insufficient")
+OVERALL_RULE = ("sufficient when a recipient could act without asking back: blocker and request fully specified, "
+                "no dimension missing, at most one other dimension partial; insufficient when the blocker or the "
+                "request is missing; partial otherwise")
+
+
+def overall(scores: dict[str, str]) -> str:
+    """The rubric's overall rating from the four dimension levels (:data:`OVERALL_RULE`)."""
+    levels = [scores.get(d, "missing") for d in DIMENSIONS]
+    if scores.get("blocker", "missing") == "missing" or scores.get("request", "missing") == "missing":
+        return "insufficient"
+    if (scores["blocker"] == "full" and scores["request"] == "full" and "missing" not in levels
+            and levels.count("partial") <= 1):
+        return "sufficient"
+    return "partial"
+
+
 def sufficient(scores: dict[str, str]) -> bool:
-    return all(scores.get(d) == "full" for d in DIMENSIONS)
+    return overall(scores) == "sufficient"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One judge's verdict on one ticket."""
+
+    scores: dict[str, str]
+    overall: str
+    judge: str
+    """'rubric' or 'llm:<model>'."""
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scores": dict(self.scores), "overall": self.overall, "judge": self.judge, "note": self.note}
+
+
+def rubric_judge(ticket: Ticket, task: str = "") -> Judgement:
+    """The deterministic rubric: dimensions by :func:`judge_ticket`, overall by :func:`overall`.
+    ``task`` is accepted for symmetry with the LLM judge; the rubric does not need it."""
+    scores = judge_ticket(ticket)
+    return Judgement(scores, overall(scores), "rubric")
 
 
 _NO_CHANGE = re.compile(r"\b(none|no (saved )?changes?|nothing (was )?(saved|changed)|no edits?|not (yet )?(made|saved))\b", re.I)
@@ -84,23 +129,38 @@ def verification_contradictions(ticket: Ticket, steps: list[Step]) -> list[str]:
     return issues
 
 
-RUBRIC_PROMPT = """You grade a handoff ticket an AI coding agent filed when its environment blocked it.
+RUBRIC_PROMPT = """You are the person who receives a handoff ticket that an AI coding agent filed when its
+environment blocked it. You see only the task the agent was given and its ticket.
 Score four dimensions, each "missing", "partial" or "full":
-- blocker: the failed operation, the affected target and the exact error are all stated;
-- progress: saved changes, unfinished work and verification status are all stated;
-- request: the assistance needed and its scope are concrete;
-- resume_condition: an observable check that shows the blocker is gone.
-Answer with JSON only: {"blocker": ..., "progress": ..., "request": ..., "resume_condition": ...}
-
-Ticket:
+- blocker: the failed operation, the affected target and the error feedback are all stated;
+- progress: the agent's saved changes, unfinished work and verification status are all stated;
+- request: the external assistance needed and its scope are concrete;
+- resume_condition: an observable state that shows work can continue.
+Then rate the ticket overall, separately: "sufficient" if you could act on it without asking the agent
+anything back, "insufficient" if you could not act on it at all, "partial" otherwise.
+Answer with JSON only:
+{"blocker": ..., "progress": ..., "request": ..., "resume_condition": ..., "overall": ...}
 """
 
 
-def llm_judge(ticket: Ticket, model: Any) -> dict[str, str]:
-    """Score with an LLM through a model client (``query(messages, tools)``). Falls back to
-    'missing' for a dimension the reply does not score."""
-    resp = model.query([{"role": "user", "content": RUBRIC_PROMPT + ticket.render()}], [])
+def judge_prompt(ticket: Ticket, task: str) -> str:
+    return f"{RUBRIC_PROMPT}\nTask description:\n{task.strip() or '(not available)'}\n\nTicket:\n{ticket.render()}\n"
+
+
+def llm_judge(ticket: Ticket, model: Any, task: str = "") -> Judgement:
+    """Score with an LLM through a model client (``query(messages, tools)``), blinded to everything
+    but ``task`` and the ticket. A dimension the reply does not score counts as 'missing'; a reply
+    without a valid overall rating gets the rubric's rule over its dimensions (and says so)."""
+    resp = model.query([{"role": "user", "content": judge_prompt(ticket, task)}], [])
     text = resp.message.get("content") or ""
     m = re.search(r"\{.*\}", text, re.S)
-    data = json.loads(m.group(0)) if m else {}
-    return {d: (data.get(d) if data.get(d) in ("missing", "partial", "full") else "missing") for d in DIMENSIONS}
+    try:
+        data = json.loads(m.group(0)) if m else {}
+    except json.JSONDecodeError:
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    scores = {d: (data.get(d) if data.get(d) in LEVELS else "missing") for d in DIMENSIONS}
+    rating, note = data.get("overall"), ""
+    if rating not in OVERALL:
+        rating, note = overall(scores), "no valid overall rating in the reply; the rubric's rule was applied"
+    return Judgement(scores, rating, f"llm:{getattr(model, 'name', 'model')}", note)

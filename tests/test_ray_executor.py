@@ -23,10 +23,10 @@ WORKER = {"num_cpus": 1, "memory": 3 * 2**30}
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """Head (no episode slots: it hosts the driver's writer actor) + two 1-CPU worker nodes."""
-    cluster = Cluster(initialize_head=True, connect=False,
-                      head_node_args={"num_cpus": 0, "include_dashboard": False})
-    workers = [cluster.add_node(**WORKER) for _ in range(2)]
+    """A head (where the driver and its writer actor live) and a worker node, 1 CPU each: two
+    raylets, so episodes really run on another node than the one that writes the run."""
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={**WORKER, "include_dashboard": False})
+    workers = [cluster.add_node(**WORKER)]
     cluster.wait_for_nodes()
     yield cluster, workers
     cluster.shutdown()

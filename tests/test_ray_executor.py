@@ -116,3 +116,18 @@ def test_worker_and_driver_killed_then_resume(ray_cluster, glom_task, tmp_path):
     assert sorted(r["episode_id"] for r in summary) == sorted(planned)
     assert not [r for r in summary if r["ending"] == "harness_error"]
     assert "run summary" in done.stdout  # the same table as the local pool prints
+
+
+def test_a_node_without_the_image_copies_the_pinned_build_from_the_shared_cache(glom_task, tmp_path, monkeypatch):
+    from impasse.run.ray import ensure_image
+    from impasse.tasks.image import load_image
+
+    shared = Path(os.environ["IMPASSE_CACHE"])
+    want = load_image(glom_task.image)
+    assert want is not None
+    monkeypatch.setenv("IMPASSE_CACHE", str(tmp_path / "node-cache"))  # a fresh node: nothing built
+    assert load_image(glom_task.image) is None
+    ensure_image(glom_task.image, glom_task.package, glom_task.package_version, "default", str(shared))
+    got = load_image(glom_task.image)
+    assert got is not None and got.ref == want.ref and got.dir.is_relative_to(tmp_path)
+    assert (got.layer / "workspace" / "repo").is_dir()

@@ -152,6 +152,7 @@ def ensure_image(ref: str, package: str, version: str, packages: str, image_cach
         src = Path(image_cache) / "images" / key / (build or "current") if image_cache else None
         if src is not None and (src / "image.json").exists():
             dest = paths.images_dir() / key / src.resolve().name
+            dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=paths.images_dir(), prefix=".copy-"))
             shutil.copytree(src.resolve(), tmp / "b", symlinks=True)
             os.replace(tmp / "b", dest)

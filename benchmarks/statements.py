@@ -37,7 +37,7 @@ def main(write: bool) -> None:
         source = set(image.source_files) - set(image.test_files)
         with backend.create([instance_layer(inst, image), image.layer]) as sb:
             res = sb.exec(test_command(image.spec, [*inst.FAIL_TO_PASS, "--tb=short"]), timeout=image.spec.timeout,
-                          keep_bytes=HARNESS_OUTPUT)
+                          output_limit=HARNESS_OUTPUT)
         new = write_statement(image.package, image.version, inst.FAIL_TO_PASS, res.output,
                               image.layer / "workspace" / "repo", set(image.test_files))
         old_p, new_p = statement_problems(inst.problem_statement, source), statement_problems(new, source)

@@ -129,7 +129,7 @@ def test_built_statements_parse_run_and_hide_the_source(glom_tasks, inflection_t
         repo = image.layer / "workspace" / "repo"
         with backend.create([instance_layer(inst, image), image.layer]) as sb:
             res = sb.exec(test_command(image.spec, [*inst.FAIL_TO_PASS, "--tb=short"]), timeout=300,
-                          keep_bytes=HARNESS_OUTPUT)
+                          output_limit=HARNESS_OUTPUT)
             st = write_statement(image.package, image.version, inst.FAIL_TO_PASS, res.output, repo,
                                  set(image.test_files))
             assert statement_problems(st, set(image.source_files) - set(image.test_files)) == [], st

@@ -25,7 +25,8 @@ from impasse.agent.endings import AgentError, Completed, Escalated, StepLimitRea
 from impasse.agent.loop import Loop, LoopConfig, Model
 from impasse.agent.tools import Tool, ToolContext
 from impasse.store.rundir import RunDir
-from impasse.store.trajectory import Trajectory, TrajectoryWriter, read_trajectory, rewrite_without_torn_tail
+from impasse.store.sink import LocalStore, TrajectoryStore, Writer
+from impasse.store.trajectory import Trajectory
 
 
 def now() -> str:
@@ -62,7 +63,7 @@ class EpisodeParts:
 
 
 class Episode:
-    def __init__(self, parts: EpisodeParts, config: LoopConfig, writer: TrajectoryWriter) -> None:
+    def __init__(self, parts: EpisodeParts, config: LoopConfig, writer: Writer) -> None:
         self.parts, self.config, self.writer = parts, config, writer
         self.model = parts.model
         self.endings: list[dict[str, Any]] = []
@@ -187,28 +188,24 @@ def pending_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------ one episode on disk
 
 
-def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir) -> dict[str, Any]:
+def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir, store: TrajectoryStore | None = None) -> dict[str, Any]:
     """Run (or finish) one planned episode of a run; returns its short summary. Runs in a worker.
 
     A complete trajectory is skipped; an interrupted one is rebuilt and continued; one that ended
     in a harness error is moved to ``attempts/`` and run again. A harness failure during the run
-    is recorded (``harness_error``), never graded, and re-raised.
+    is recorded (``harness_error``), never graded, and re-raised. ``store`` is where the
+    trajectory lives (default: ``run_dir`` on this machine; the Ray executor passes a store that
+    talks to the run's single writer on another machine).
     """
     from impasse.suites import SUITES
 
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
-    path = rd.trajectory(spec.episode_id)
-    prior = None
-    if path.exists():
-        rewrite_without_torn_tail(path)
-        prior = read_trajectory(path)
-        if prior.complete:
-            return summarize(prior)
-        if prior.failed:
-            rd.archive_attempt(path)
-            prior = None
+    store = store or LocalStore(rd)
+    prior = store.prior(spec.episode_id)
+    if prior is not None and prior.complete:
+        return summarize(prior)
     parts = SUITES.get(cfg.suite).episode_parts(spec, cfg, rd)
-    writer = TrajectoryWriter(path, {**parts.header, "started_at": now()})
+    writer = store.open_writer(spec.episode_id, {**parts.header, "started_at": now()})
     try:
         grade = Episode(parts, LoopConfig(cfg.step_limit, cfg.command_timeout), writer).run(prior)
         writer.append({"type": "grade", **grade})
@@ -218,7 +215,7 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir) -> dict[str, Any]:
         raise
     finally:
         writer.close()
-    return summarize(read_trajectory(path))
+    return summarize(store.read(spec.episode_id))
 
 
 def summarize(traj: Trajectory) -> dict[str, Any]:

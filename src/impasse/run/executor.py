@@ -59,19 +59,25 @@ class Guard:
         return self.reason is not None
 
 
-def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str) -> dict[str, Any]:
-    """One episode in a worker; a broken episode is reported, never sinks the run."""
+def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str, store: Any = None) -> dict[str, Any]:
+    """One episode in a worker; a broken episode is reported, never sinks the run. ``store``:
+    where the trajectory lives when it is not ``run_dir`` on this machine (see
+    :mod:`impasse.store.sink`)."""
     from impasse.agent.endings import EndpointError
     from impasse.episode import run_episode
 
     s = EpisodeSpec(**spec)
     try:
-        return run_episode(s, RunConfig.model_validate_json(cfg_json), RunDir(Path(run_dir)))
+        return run_episode(s, RunConfig.model_validate_json(cfg_json), RunDir(Path(run_dir)), store)
     except Exception as e:  # noqa: BLE001 - recorded in the trajectory; rerun by --resume
-        return {"episode_id": s.episode_id, "agent": s.agent, "interface": s.interface, "condition": s.condition,
-                "instance_id": s.instance_id, "ending": "harness_error", "final_ending": "harness_error",
-                "error": f"{type(e).__name__}: {e}", "error_kind": "endpoint" if isinstance(e, EndpointError) else "harness",
-                "steps": 0, "resolved": False, "nudges": 0}
+        return error_row(s, f"{type(e).__name__}: {e}", "endpoint" if isinstance(e, EndpointError) else "harness")
+
+
+def error_row(s: EpisodeSpec, error: str, kind: str) -> dict[str, Any]:
+    """The summary row of an episode the harness could not finish (``--resume`` reruns it)."""
+    return {"episode_id": s.episode_id, "agent": s.agent, "interface": s.interface, "condition": s.condition,
+            "instance_id": s.instance_id, "ending": "harness_error", "final_ending": "harness_error",
+            "error": error, "error_kind": kind, "steps": 0, "resolved": False, "nudges": 0}
 
 
 def _worker_init() -> None:

@@ -1,0 +1,133 @@
+"""The Ray executor on a real local Ray cluster (a head and worker nodes, each its own raylet):
+SIGKILL a worker node mid-run, then the driver, resume; every planned episode is there exactly
+once and every event recorded before a kill is still there, unchanged."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[dev]')")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+IMPASSE = [sys.executable, "-m", "impasse.cli"]
+WORKER = {"num_cpus": 1, "memory": 3 * 2**30}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A head (where the driver and its writer actor live) and a worker node, 1 CPU each: two
+    raylets, so episodes really run on another node than the one that writes the run."""
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={**WORKER, "include_dashboard": False})
+    workers = [cluster.add_node(**WORKER)]
+    cluster.wait_for_nodes()
+    yield cluster, workers
+    cluster.shutdown()
+
+
+def recorded(run_dir: Path) -> dict[str, list[str]]:
+    """episode -> its recorded lines (a torn last line excluded)."""
+    out = {}
+    for p in (run_dir / "episodes").glob("*.jsonl"):
+        text = p.read_text()
+        lines = text.splitlines()
+        if text and not text.endswith("\n"):
+            lines = lines[:-1]
+        out[p.stem] = lines
+    return out
+
+
+def _steps(run_dir: Path) -> int:
+    return sum(1 for lines in recorded(run_dir).values() for line in lines if '"type": "step"' in line)
+
+
+def _wait(pred, timeout: float, proc: subprocess.Popen | None = None) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def _assert_kept(before: dict[str, list[str]], now: dict[str, list[str]]) -> None:
+    for eid, lines in before.items():
+        assert now[eid][: len(lines)] == lines, f"{eid}: recorded events were lost or rewritten"
+
+
+def test_worker_and_driver_killed_then_resume(ray_cluster, glom_task, tmp_path):
+    cluster, workers = ray_cluster
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["run", "--tasks", glom_task.instance_id, "--conditions", "clean,read_only_source", "--interfaces", "tool",
+            "--agent", "oracle,escalator", "--executor", "ray", "--ray-address", cluster.address, "--out", str(run_dir)]
+    driver = subprocess.Popen(IMPASSE + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                              start_new_session=True)
+    try:
+        assert _wait(lambda: _steps(run_dir) >= 1, 150, driver), "no step recorded: " + (
+            driver.stderr.read().decode()[-2000:] if driver.poll() is not None else "timeout")
+        # A worker node dies mid-episode: its raylet (and with it its workers) SIGKILLed.
+        victim = workers[0]
+        os.kill(victim.all_processes["raylet"][0].process.pid, signal.SIGKILL)
+        before = recorded(run_dir)
+        cluster.add_node(**WORKER)  # a replacement joins, as an autoscaler would do
+        n = _steps(run_dir)
+        _wait(lambda: _steps(run_dir) > n, 60, driver)
+        assert driver.poll() is None, "the run ended before the driver could be killed: make episodes longer"
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver (and its writer actor with it)
+        driver.wait()
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    mid = recorded(run_dir)
+    _assert_kept(before, mid)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    planned = {e["episode_id"] for e in manifest["episodes"]}
+    assert len(planned) == 4
+    unfinished = [eid for eid, lines in mid.items() if not lines or '"type": "final"' not in lines[-1]]
+    assert unfinished, "nothing was interrupted: the kills tested nothing"
+
+    done = subprocess.run(IMPASSE + ["run", "--resume", str(run_dir)], capture_output=True, text=True, env=env,
+                          timeout=240)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    final = recorded(run_dir)
+    _assert_kept(mid, final)
+    assert set(final) == planned
+    for eid, lines in final.items():
+        events = [json.loads(line) for line in lines]
+        types = [e["type"] for e in events]
+        assert types.count("header") == 1 and types.count("final") == 1 and types[-1] == "final", eid
+        assert types.count("grade") == 1, eid
+        steps = [e["step"] for e in events if e["type"] == "step"]
+        assert steps == list(range(1, len(steps) + 1)), f"{eid}: steps must be 1..n exactly once"
+    for eid in unfinished:
+        assert '"type": "resumed"' in "\n".join(final[eid]) or not mid[eid], f"{eid} was rerun, not resumed"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert sorted(r["episode_id"] for r in summary) == sorted(planned)
+    assert not [r for r in summary if r["ending"] == "harness_error"]
+    assert "run summary" in done.stdout  # the same table as the local pool prints
+
+
+def test_a_node_without_the_image_copies_the_pinned_build_from_the_shared_cache(glom_task, tmp_path, monkeypatch):
+    from impasse.run.ray import ensure_image
+    from impasse.tasks.image import load_image
+
+    shared = Path(os.environ["IMPASSE_CACHE"])
+    want = load_image(glom_task.image)
+    assert want is not None
+    monkeypatch.setenv("IMPASSE_CACHE", str(tmp_path / "node-cache"))  # a fresh node: nothing built
+    assert load_image(glom_task.image) is None
+    ensure_image(glom_task.image, glom_task.package, glom_task.package_version, "default", str(shared))
+    got = load_image(glom_task.image)
+    assert got is not None and got.ref == want.ref and got.dir.is_relative_to(tmp_path)
+    assert (got.layer / "workspace" / "repo").is_dir()

@@ -64,7 +64,9 @@ class OpenAIModel:
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
         import openai
 
-        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages, "tools": tools}
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if tools:  # a plain completion (e.g. the ask_human judge) sends none: endpoints refuse "tools": []
+            kwargs["tools"] = tools
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
         if self.config.max_tokens:

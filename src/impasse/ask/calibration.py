@@ -102,7 +102,7 @@ def per_rule(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
         row = table[o.item.rule]
         row["n"] += 1
         row["right"] += o.got == o.item.expected
-        row["own_rule"] += o.rule == o.item.rule or (o.item.rule == MATCH and o.got == o.item.expected)
+        row["own_rule"] += (o.got == o.item.expected) if o.item.rule == MATCH else (o.rule == o.item.rule)
     return dict(sorted(table.items()))
 
 

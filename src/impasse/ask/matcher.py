@@ -118,10 +118,11 @@ class Vocab:
     def load(cls, data: dict[str, Any] | None = None) -> Vocab:
         d = data or rules_data()
         syn = {w: group[0] for group in d["synonyms"] for w in group}
+        generic = {syn.get(w) or syn.get(stem(w)) or stem(w) for w in d["generic_words"]} | set(d["generic_words"])
         phrases = {k: tuple(d[k]) for k in ("confirm_phrases", "broad_phrases", "about_openers",
                                             "tangential_phrases", "multi_topic_phrases", "background_markers")}
         return cls(frozenset(d["wh_words"]), frozenset(d["request_verbs"]), frozenset(d["auxiliaries"]),
-                   frozenset(d["stopwords"]), frozenset(d["generic_words"]), syn, phrases,
+                   frozenset(d["stopwords"]), frozenset(generic), syn, phrases,
                    tuple(re.compile(p) for p in d["meaning_patterns"]), frozenset(d["object_words"]),
                    int(d["max_words"]))
 
@@ -209,9 +210,7 @@ def parrots_term(q: str, v: Vocab) -> bool:
         m = rx.match(q)
         if m:
             term = m.group("term")
-            if re.search(r"[._()=]", term.strip("'\"")) or set(_words(term)) & v.objects:
-                return False
-            return True
+            return not (re.search(r"[._()=]", term.strip("'\"")) or set(_words(term)) & v.objects)
     return False
 
 
@@ -266,12 +265,15 @@ class OfflineMatcher:
 
     A blocker's score is the weight of the question terms it shares / the weight of all the
     question's terms (how much of the question it explains). The best must reach ``threshold``,
-    share at least ``min_specific`` non-generic terms, and the runner-up must stay below
+    share at least ``min_specific`` non-generic terms (and ``specific_share`` of the question's
+    non-generic terms), and the runner-up must stay below
     ``margin`` x best; else the question is rejected (when in doubt, reject)."""
 
     threshold: float = 0.45
     margin: float = 0.7
     min_specific: int = 1
+    specific_share: float = 0.5
+    """Share of the question's non-generic terms the blocker must explain (the same ambiguity)."""
     generic_weight: float = 0.2
     vocab: Vocab = field(default_factory=Vocab.load)
 
@@ -293,8 +295,10 @@ class OfflineMatcher:
         order = sorted(range(len(blockers)), key=lambda i: -scores[i])
         best = order[0]
         q = set(tokens(question, self.vocab))
-        specific = q & blocker_terms(blockers[best], self.vocab) - self.vocab.generic
-        if scores[best] < self.threshold or len(specific) < self.min_specific:
+        asked = q - self.vocab.generic
+        specific = asked & blocker_terms(blockers[best], self.vocab)
+        if (scores[best] < self.threshold or len(specific) < self.min_specific
+                or len(specific) < self.specific_share * len(asked)):
             return Match(None, "no_specific_overlap", f"best {scores[best]:.2f}")
         if len(order) > 1 and scores[order[1]] >= self.margin * scores[best]:
             return Match(None, "no_clear_blocker", f"best {scores[best]:.2f}, second {scores[order[1]]:.2f}")

@@ -136,8 +136,8 @@ def normalize(text: str) -> str:
 
 def stem(word: str) -> str:
     """Crude suffix stripping: enough to equate 'months'/'month', 'cancelled'/'cancel'."""
-    for suf, rep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suf) and len(word) - len(suf) >= 3 and not word.endswith("ss"):
+    for suf, rep, keep in (("ies", "y", 3), ("ing", "", 4), ("ed", "", 4), ("es", "", 3), ("s", "", 3)):
+        if word.endswith(suf) and len(word) - len(suf) >= keep and not word.endswith("ss"):
             return word[: len(word) - len(suf)] + rep
     return word
 
@@ -147,7 +147,9 @@ def tokens(text: str, v: Vocab) -> list[str]:
     also contribute their parts."""
     out: list[str] = []
     for raw in _TOKEN.findall(text.lower()):
-        parts = [raw, *re.split(r"[._/:-]+", raw)] if re.search(r"[._/:-]", raw) else [raw]
+        split = re.split(r"[._/:-]+", raw)
+        # an identifier counts whole and by parts; a hyphenated word (on-time) only by its parts
+        parts = [raw, *split] if re.search(r"[._/:]", raw) else split
         for p in parts:
             if not p or p in v.stop:
                 continue
@@ -242,7 +244,8 @@ def surface_rejection(question: str, v: Vocab) -> str | None:
 
 
 def blocker_terms(b: BlockerLike, v: Vocab) -> set[str]:
-    text = " ".join([b.id.replace("_", " "), b.description, getattr(b, "location", "") or "",
+    where = re.sub(r"^\w+:", "", getattr(b, "location", "") or "")  # 'column:' etc. name a kind, not a topic
+    text = " ".join([b.id.replace("_", " "), b.description, where,
                      *b.example_questions])
     return set(tokens(text, v))
 

@@ -61,16 +61,22 @@ class OpenAIModel:
     def where(self) -> str:
         return f"{self.config.base_url or 'https://api.openai.com/v1'} (model {self.config.model!r})"
 
-    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
-        import openai
-
-        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages, "tools": tools}
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if tools:  # a plain completion (e.g. the ask_human judge) sends none: endpoints refuse "tools": []
+            kwargs["tools"] = tools
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
         if self.config.max_tokens:
             kwargs["max_tokens"] = self.config.max_tokens
         if self.config.extra_body:
             kwargs["extra_body"] = self.config.extra_body
+        return kwargs
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
+        import openai
+
+        kwargs = self._request(messages, tools)
         retries = 0
         while True:
             started = time.monotonic()

@@ -35,7 +35,8 @@ import jsonschema
 from mcp import types
 from mcp.server.lowlevel import Server
 
-from impasse.integrations.matcher import IRRELEVANT, Matcher, OverlapMatcher, Registry
+from impasse.ask.matcher import answer
+from impasse.integrations.matcher import Matcher, OfflineMatcher, Registry
 from impasse.tickets.judge import diff_contradictions, judge_ticket, sufficient
 from impasse.tickets.store import TicketStore
 from impasse.tickets.ticket import Ticket, escalate_tool_schema
@@ -113,7 +114,7 @@ class HandoffService:
     store: TicketStore
     workspace: Path | None = None
     registry: Registry | None = None
-    matcher: Matcher = field(default_factory=OverlapMatcher)
+    matcher: Matcher = field(default_factory=OfflineMatcher)
     answer_timeout: float = 30.0
     poll_interval: float = 0.2
     tools: list[types.Tool] = field(default_factory=_tools)
@@ -167,10 +168,9 @@ class HandoffService:
             text = f"question limit reached: at most {QUESTION_LIMIT} questions are answered per session"
             rid = self.store.add_question(session, question, text, "limit")
             return {"text": text, "data": {"id": rid, "answered": False, "blocker": None}}
-        blocker = self.matcher.match(question, self.registry.blockers)
-        text = blocker.resolution if blocker else IRRELEVANT
-        rid = self.store.add_question(session, question, text, "registry", blocker.id if blocker else None)
-        return {"text": text, "data": {"id": rid, "answered": True, "blocker": blocker.id if blocker else None}}
+        reply = answer(self.matcher, question, self.registry.blockers, answered_so_far=0)  # the cap is above
+        rid = self.store.add_question(session, question, reply.text, "registry", reply.blocker_id)
+        return {"text": reply.text, "data": {"id": rid, "answered": True, "blocker": reply.blocker_id}}
 
     def check(self, question_id: int) -> dict[str, Any]:
         record = self.store.get(question_id)

@@ -49,7 +49,9 @@ class Guard:
 
     def observe(self, row: dict[str, Any]) -> bool:
         """True once the run should pause."""
-        if row.get("error_kind") == "endpoint":
+        if row.get("error_kind") == "budget":
+            self.reason = row.get("error")
+        elif row.get("error_kind") == "endpoint":
             self.streak += 1
             if self.limit and self.streak >= self.limit:
                 self.reason = (f"the model endpoint failed in {self.streak} consecutive episodes "
@@ -63,10 +65,15 @@ def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str) -> dict[str, 
     """One episode in a worker; a broken episode is reported, never sinks the run."""
     from impasse.agent.endings import EndpointError
     from impasse.episode import run_episode
+    from impasse.run.budget import BudgetReached
 
     s = EpisodeSpec(**spec)
     try:
         return run_episode(s, RunConfig.model_validate_json(cfg_json), RunDir(Path(run_dir)))
+    except BudgetReached as e:  # paused between steps; --resume continues it
+        return {"episode_id": s.episode_id, "agent": s.agent, "interface": s.interface, "condition": s.condition,
+                "instance_id": s.instance_id, "ending": "paused", "final_ending": "paused", "error": str(e),
+                "error_kind": "budget", "steps": 0, "resolved": False, "nudges": 0}
     except Exception as e:  # noqa: BLE001 - recorded in the trajectory; rerun by --resume
         return {"episode_id": s.episode_id, "agent": s.agent, "interface": s.interface, "condition": s.condition,
                 "instance_id": s.instance_id, "ending": "harness_error", "final_ending": "harness_error",

@@ -96,3 +96,32 @@ def select_rerun(rd: Any, specs: list[Any], what: str) -> list[Any]:
     if not chosen:
         raise ValueError(f"no episode of {rd.path} matches --rerun {what}; nothing to do")
     return chosen + keep
+
+
+def use_release(cfg: Any, name_or_path: str) -> None:
+    """Hold the run to a frozen release: its instances, and only if every layer matches."""
+    from impasse.tasks import release as rel
+
+    path = rel.resolve(name_or_path).resolve()
+    verify_release(path)
+    doc = rel.load(path)
+    cfg.tasks = [i.instance_id for i in rel.instances(path)]
+    cfg.limit = cfg.per_package = None  # the release is the task set (the main job's slice does not apply)
+    cfg.release = {"name": doc["name"], "path": str(path), "sha256": rel.sha256_of(path)}
+
+
+def verify_release(path: Path) -> None:
+    from impasse.tasks import release as rel
+
+    if bad := rel.verify(path):
+        raise ValueError(f"release {path.name} does not match this machine's cache, refusing to run: "
+                         + "; ".join(map(str, bad)) + ". Rebuild or re-import the named layers (or use the release "
+                         "that matches them).")
+
+
+def pin_release(rd: Any, cfg: Any) -> None:
+    """The run's pinned instances are the release's own rows (byte for byte)."""
+    import shutil
+
+    if cfg.release:
+        shutil.copyfile(Path(cfg.release["path"]) / "instances.jsonl", rd.instances)

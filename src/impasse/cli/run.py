@@ -70,6 +70,8 @@ def run_cmd(
             rd = RunDir(resume)
             cfg, specs = runner.read_run(rd)
             cfg = ops.override_on_resume(rd, cfg, spend)
+            if cfg.release:  # the cache may have changed since the run started
+                ops.verify_release(Path(cfg.release["path"]))
             if rerun:
                 specs = ops.select_rerun(rd, specs, rerun)
         else:
@@ -89,6 +91,7 @@ def run_cmd(
                             backend=cfg.backend)
             rd = RunDir(out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
             specs = runner.create_run(rd, cfg)
+            ops.pin_release(rd, cfg)
             if out_dir is None:
                 rd.link_latest()
         if cfg.model:

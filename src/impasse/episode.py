@@ -204,12 +204,18 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir, store: TrajectorySt
     prior = store.prior(spec.episode_id)
     if prior is not None and prior.complete:
         return summarize(prior)
+    from impasse.run.budget import BudgetReached, meter
+
     parts = SUITES.get(cfg.suite).episode_parts(spec, cfg, rd)
+    parts.model = meter(parts.model, cfg.spend, rd.usage, spec.episode_id)
     writer = store.open_writer(spec.episode_id, {**parts.header, "started_at": now()})
     try:
         grade = Episode(parts, LoopConfig(cfg.step_limit, cfg.command_timeout), writer).run(prior)
         writer.append({"type": "grade", **grade})
         writer.append({"type": "final"})
+    except BudgetReached as e:  # between two steps: resumable, not a failure
+        writer.append({"type": "paused", "reason": str(e), "at": now()})
+        raise
     except Exception as e:
         writer.append({"type": "harness_error", "error": f"{type(e).__name__}: {e}", "at": now()})
         raise

@@ -19,6 +19,7 @@ from impasse.tasks.image import is_test_path, load_image
 from impasse.tasks.layer import instance_layer
 from impasse.tasks.pytest_log import parse_statuses
 from impasse.tasks.schema import TaskInstance
+from impasse.tasks.uselock import create_rebuilding
 
 _BLOCK = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 
@@ -89,7 +90,7 @@ def _grade(backend, inst: TaskInstance, patch: str, timeout: float) -> dict[str,
     if not model_patch.strip():
         result["reason"] = "empty patch"
         return result
-    with backend.create([instance_layer(inst, image), image.layer]) as sb:
+    with create_rebuilding(backend, lambda: [instance_layer(inst, image), image.layer]) as sb:
         sb.write_file("/tmp/agent.patch", model_patch)
         applied = sb.exec("git apply --whitespace=nowarn /tmp/agent.patch", timeout=60)
         if applied.exit_code != 0:
@@ -111,7 +112,7 @@ def verify_instance(backend, inst: TaskInstance) -> dict[str, Any]:
     image = load_image(inst.image)
     if image is None:
         raise FileNotFoundError(f"task image {inst.image} is not built")
-    with backend.create([instance_layer(inst, image), image.layer]) as sb:
+    with create_rebuilding(backend, lambda: [instance_layer(inst, image), image.layer]) as sb:
         _, statuses = run_tests(sb, inst, inst.FAIL_TO_PASS, 300)
     still_passing = [t for t in inst.FAIL_TO_PASS if statuses.get(t) != "FAILED"]
     gold = grade(backend, inst, gold_fix(inst))

@@ -110,11 +110,18 @@ class OpenAIModel:
             p, c = resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0
             cost = (p * self.config.input_cost_per_mtok + c * self.config.output_cost_per_mtok) / 1e6
             usage.update(prompt_tokens=p, completion_tokens=c, cost_usd=round(cost, 6))
+            usage.update(_cached_tokens(resp.usage))
             self.totals["prompt_tokens"] += p
             self.totals["completion_tokens"] += c
             self.totals["cost_usd"] += cost
         self.totals["calls"] += 1
         return ModelResponse(message, usage)
+
+
+def _cached_tokens(usage: Any) -> dict[str, int]:
+    """Prompt tokens the endpoint served from its cache (priced apart by some providers)."""
+    cached = int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
+    return {"cached_tokens": cached} if cached else {}
 
 
 _PING = {"type": "function", "function": {"name": "ping", "description": "Answer the health check.",

@@ -9,17 +9,21 @@ from typing import Annotated
 
 import typer
 
+from impasse.cli.cache import cache_app
 from impasse.cli.common import fail, out
 from impasse.cli.conditions import conditions_app, sandbox_app
+from impasse.cli.release import release_cmd
 from impasse.cli.report import annotate_cmd, report_cmd
 from impasse.cli.run import run_cmd
 from impasse.cli.tasks import tasks_app
 
 app = typer.Typer(help="Benchmark and runtime library for agents that must know when to stop and hand off.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
+tasks_app.command("release")(release_cmd)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(conditions_app, name="conditions")
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(cache_app, name="cache")
 app.command("run")(run_cmd)
 app.command("annotate")(annotate_cmd)
 app.command("report")(report_cmd)

@@ -28,7 +28,8 @@ def annotate_cmd(run_dir: Path) -> None:
 
 
 def report_cmd(
-    run_dir: Path,
+    run_dirs: Annotated[list[Path], typer.Argument(help="One run, or several (e.g. one per model) pooled into one "
+                                                        "report with per-model and pooled rows")],
     compare: Annotated[Path | None, typer.Option(help="A second run to compare against (paired by task/condition)")] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the impasse.report/1 JSON here ('-' = stdout)")] = None,
@@ -36,22 +37,32 @@ def report_cmd(
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
 ) -> None:
     """Annotate, aggregate the paper's metrics, compare interfaces with paired statistics."""
+    from impasse.report.merged import judge_agreement, pooled, print_merged, tag_rows
     from impasse.report.report import annotate_run, build, print_terminal, render_html
 
     try:
-        rows, problems = annotate_run(run_dir, write=True)
+        rows, problems = [], []
+        for rd in run_dirs:
+            got, bad = annotate_run(rd, write=True)
+            rows += tag_rows(rd, got) if len(run_dirs) > 1 else got
+            problems += bad
         other = annotate_run(compare, write=True)[0] if compare else None
     except (FileNotFoundError, ValueError) as e:
         raise fail(str(e)) from e
     for p in problems:
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
-        raise fail(f"{run_dir}: no finished episodes to report on")
+        raise fail(f"{', '.join(map(str, run_dirs))}: no finished episodes to report on")
     if judge_model:
         from impasse.report.judging import judge_run_rows
 
         judge_run_rows(rows, judge_model, judge_base_url)
-    report = build(rows, other, [str(run_dir)] + ([str(compare)] if compare else []), judge_model=judge_model)
+    report = build(rows, other, [str(r) for r in run_dirs] + ([str(compare)] if compare else []),
+                   judge_model=judge_model)
+    if len(run_dirs) > 1 or judge_model:
+        report["merged"] = pooled(rows)
+        if judge_model:
+            report["merged"]["judge_agreement"] = judge_agreement(rows)
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":
@@ -60,6 +71,8 @@ def report_cmd(
         json_out.write_text(text)
         console.print(f"JSON report: {json_out}")
     print_terminal(report, out)
+    if "merged" in report:
+        print_merged(report["merged"], out)
     if html is not None:
         html.write_text(render_html(report))
         console.print(f"HTML report: {html}")

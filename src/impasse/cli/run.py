@@ -43,25 +43,48 @@ def run_cmd(
     backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
     executor: Annotated[str, typer.Option(help="How episodes run: local (process pool), ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address for --executor ray")] = None,
+    max_cost: Annotated[str | None, typer.Option(help="USD ceiling for the run and/or per model: '5' or "
+                                                      "'5,MODEL=2'; reached -> the run pauses (exit 3)")] = None,
+    max_tokens: Annotated[str | None, typer.Option(help="Token ceiling, as --max-cost: '2000000' or 'MODEL=N'")] = None,
+    rpm: Annotated[int | None, typer.Option(help="Model requests per minute (whole run)")] = None,
+    tpm: Annotated[int | None, typer.Option(help="Model tokens per minute (whole run)")] = None,
+    prices: Annotated[Path | None, typer.Option(help="YAML price table: MODEL: {input, output, cached} USD per "
+                                                     "million tokens (recorded in the manifest)")] = None,
+    release: Annotated[str | None, typer.Option(help="Run a frozen task release (name or path); refuses if any "
+                                                     "layer's content differs from the release")] = None,
+    rerun: Annotated[str | None, typer.Option(help="With --resume: rerun only episodes that ended in "
+                                                   "'harness-errors' or whose trajectory is 'invalid'")] = None,
 ) -> None:
     """Run agents on tasks x conditions x interfaces; every step is recorded and the run is resumable.
 
     With no arguments (the main job): 3 default-suite tasks x all 13 conditions x 3 interfaces x the
     6 reference agents. With --model, the whole suite. With --tasks, exactly those tasks."""
     from impasse import run as runner
+    from impasse.cli import ops_run as ops
     from impasse.sandbox.base import SandboxError
     from impasse.store.rundir import RunDir
 
     try:
+        spend = ops.spend_options(max_cost, max_tokens, rpm, tpm, prices)
+        if rerun and not resume:
+            raise ValueError("--rerun needs --resume RUN_DIR (it reruns episodes of an existing run)")
         if resume:
             rd = RunDir(resume)
             cfg, specs = runner.read_run(rd)
+            cfg = ops.override_on_resume(rd, cfg, spend)
+            if cfg.release:  # the cache may have changed since the run started
+                ops.verify_release(Path(cfg.release["path"]))
+            if rerun:
+                specs = ops.select_rerun(rd, specs, rerun)
         else:
             cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                           per_package, step_limit, restore, backend, executor, ray_address)
             cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema})
             if cfg.model and model_config:
                 cfg.model = {**_model_settings(model_config), **cfg.model}
+            ops.apply_spend(cfg, spend)
+            if release:
+                ops.use_release(cfg, release)
             runner.check(cfg)  # bad names fail here, before any building
             if not cfg.tasks:  # idempotent: builds what is missing, reuses the cache otherwise
                 from impasse.cli.tasks import tasks_build
@@ -71,6 +94,7 @@ def run_cmd(
                             backend=cfg.backend)
             rd = RunDir(out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
             specs = runner.create_run(rd, cfg)
+            ops.pin_release(rd, cfg)
             if out_dir is None:
                 rd.link_latest()
         if cfg.model:
@@ -156,8 +180,10 @@ def _execute(rd, cfg, specs) -> None:
     if len(errors) > 8:
         console.print(f"... and {len(errors) - 8} more errors (summary.json lists each reason)")
     if outcome.paused:
-        console.print(f"[bold yellow]run paused:[/] {outcome.paused}. Nothing recorded is lost; fix the endpoint and "
-                      f"run `impasse run --resume {rd.path}`.", soft_wrap=True)
+        fix = "raise the ceiling" if "ceiling" in outcome.paused else "fix the endpoint"
+        console.print(f"[bold yellow]run paused:[/] {outcome.paused}. Nothing recorded is lost; {fix} and "
+                      f"run `impasse run --resume {rd.path}` (--max-cost/--max-tokens/--rpm/--tpm/--prices may be "
+                      "given again to change the limits).", soft_wrap=True)
         raise typer.Exit(PAUSED_EXIT)
     console.print(f"trajectories in {rd.episodes}; next: `impasse report {rd.path}`")
     if any(r["ending"] == "harness_error" for r in outcome.results):

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from impasse.run.budget import SpendLimits
+
 BENCHMARK_SUITES = ("blockers", "ask")
 
 
@@ -37,6 +39,9 @@ class RunConfig(BaseModel):
     executor_options: dict[str, Any] = Field(default_factory=dict, description="e.g. {'address': 'ray://...'}")
     pause_after_endpoint_failures: int = Field(3, description="Pause the run after this many consecutive episodes "
                                                               "whose model endpoint failed")
+    spend: SpendLimits = Field(default_factory=SpendLimits, description="Spend ceilings, rate limits, price table")
+    release: dict[str, Any] | None = Field(None, description="The frozen task release the run uses (name, path, "
+                                                             "digest of its description)")
 
     @model_validator(mode="before")
     @classmethod

@@ -49,7 +49,9 @@ class Guard:
 
     def observe(self, row: dict[str, Any]) -> bool:
         """True once the run should pause."""
-        if row.get("error_kind") == "endpoint":
+        if row.get("error_kind") == "budget":
+            self.reason = row.get("error")
+        elif row.get("error_kind") == "endpoint":
             self.streak += 1
             if self.limit and self.streak >= self.limit:
                 self.reason = (f"the model endpoint failed in {self.streak} consecutive episodes "
@@ -65,10 +67,13 @@ def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str, store: Any = 
     :mod:`impasse.store.sink`)."""
     from impasse.agent.endings import EndpointError
     from impasse.episode import run_episode
+    from impasse.run.budget import BudgetReached
 
     s = EpisodeSpec(**spec)
     try:
         return run_episode(s, RunConfig.model_validate_json(cfg_json), RunDir(Path(run_dir)), store)
+    except BudgetReached as e:  # paused between steps; --resume continues it
+        return {**error_row(s, str(e), "budget"), "ending": "paused", "final_ending": "paused"}
     except Exception as e:  # noqa: BLE001 - recorded in the trajectory; rerun by --resume
         return error_row(s, f"{type(e).__name__}: {e}", "endpoint" if isinstance(e, EndpointError) else "harness")
 

@@ -105,15 +105,23 @@ class HarnessErrorEvent(_Event):
     error: str
 
 
+class PausedEvent(_Event):
+    """The run paused this episode between two steps (a spend ceiling): ``--resume`` rebuilds it
+    from its recorded steps and goes on; not a failure."""
+
+    type: Literal["paused"]
+    reason: str
+
+
 EVENTS: dict[str, type[_Event]] = {m.model_fields["type"].annotation.__args__[0]: m for m in
                                    (Header, MessageEvent, StepEvent, NudgeEvent, RestoreEvent, EndingEvent, GradeEvent,
-                                    ResumedEvent, FinalEvent, HarnessErrorEvent)}
+                                    ResumedEvent, FinalEvent, HarnessErrorEvent, PausedEvent)}
 
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema of one trajectory line (the header or any event)."""
     union = TypeAdapter(Header | MessageEvent | StepEvent | NudgeEvent | RestoreEvent | EndingEvent | GradeEvent
-                        | ResumedEvent | FinalEvent | HarnessErrorEvent)
+                        | ResumedEvent | FinalEvent | HarnessErrorEvent | PausedEvent)
     schema = union.json_schema()
     schema["title"] = FORMAT
     schema["description"] = ("One line of an impasse trajectory (JSONL): the first line is the header, every later "

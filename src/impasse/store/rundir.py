@@ -6,6 +6,7 @@
       episodes/<id>.jsonl     one trajectory per episode (+ <id>.annotation.json beside it)
       attempts/<id>.<n>.jsonl attempts that ended in a harness error, kept for inspection
       grades/<key>.json       graded patches, shared by identical patches
+      usage.jsonl             one line per model call (tokens, cost): the run's spend ledger
       summary.json            one short row per episode, written when the run ends
       predictions/*.jsonl     SWE-bench predictions per agent, interface and condition
     runs/latest -> RUN        the newest run made in the default location
@@ -50,6 +51,10 @@ class RunDir:
     @property
     def grades(self) -> Path:
         return self.path / "grades"
+
+    @property
+    def usage(self) -> Path:
+        return self.path / "usage.jsonl"
 
     @property
     def summary(self) -> Path:

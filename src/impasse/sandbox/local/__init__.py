@@ -185,6 +185,8 @@ class LocalSandbox:
         if self.cgroup is not None:
             self.cgroup.destroy(_LIVE_POPENS)
         oskit.remove_tree(self.dir)
+        for fd in getattr(self, "layer_locks", []):
+            os.close(fd)  # only once the overlay is gone: the layers may be pruned from now on
         self.lease.release()
 
     def __enter__(self) -> LocalSandbox:
@@ -363,14 +365,22 @@ class LocalBackend:
 
     def create(self, layers: Sequence[Path], faults: Sequence[FaultSpec] = (), facts: TaskFacts | None = None,
                limits: Limits | None = None) -> LocalSandbox:
-        """``layers`` top first; the base layer is appended here."""
+        """``layers`` top first; the base layer is appended here. Holds a shared lock on each
+        cached layer for the episode's life, so ``impasse cache prune`` leaves them alone."""
+        from impasse.tasks import uselock
+
         lease = leases.Lease.acquire_new(paths.episodes_dir())
+        held: list[int] = []
         try:
-            return LocalSandbox(lease, [*layers, self.base], faults, facts or TaskFacts(), limits or Limits(),
-                                self._seccomp)
+            held = uselock.hold_shared(layers)
+            sb = LocalSandbox(lease, [*layers, self.base], faults, facts or TaskFacts(), limits or Limits(),
+                              self._seccomp)
         except BaseException:
+            uselock.release(held)
             lease.release()
             raise
+        sb.layer_locks = held
+        return sb
 
     def unsupported(self, fault: FaultSpec) -> str | None:
         if not fault.runtime:

@@ -1,0 +1,66 @@
+"""``impasse tasks release``: freeze, export, import and verify task releases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from impasse.cli.common import console, fail, out
+
+USAGE = ("impasse tasks release NAME [--suite SET | --tasks IDS] [--out DIR] | release export NAME|PATH FILE.tar.gz "
+         "| release import FILE.tar.gz | release verify NAME|PATH")
+
+
+def release_cmd(
+    args: Annotated[list[str], typer.Argument(help="NAME to make a release; or: export NAME FILE.tar.gz; "
+                                                   "import FILE.tar.gz; verify NAME|PATH")],
+    suite: Annotated[str, typer.Option(help="Package set whose built tasks are frozen")] = "default",
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (instead of a package set)")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write it (default: the cache's releases/)")] = None,
+) -> None:
+    """Frozen task releases: instances (SWE-bench JSONL) + content digests of every layer."""
+    from impasse.tasks import release as rel
+
+    try:
+        if args[0] == "export" and len(args) == 3:
+            rel.export(rel.resolve(args[1]), Path(args[2]))
+            console.print(f"exported {args[1]} to {args[2]}")
+        elif args[0] == "import" and len(args) == 2:
+            console.print(f"imported release into {rel.import_archive(Path(args[1]))}")
+        elif args[0] == "verify" and len(args) == 2:
+            _verify(rel.resolve(args[1]))
+        elif len(args) == 1:
+            path = rel.make_release(args[0], _chosen(suite, tasks), out_dir, suite if not tasks else "")
+            doc = rel.load(path)
+            out.print(f"release {args[0]}: {doc['instance_count']} instances, {len(doc['images'])} image layers, "
+                      f"{len(doc['layers'])} instance layers -> {path}")
+        else:
+            raise fail(f"unexpected arguments {args}; usage: {USAGE}")
+    except (ValueError, FileNotFoundError) as e:
+        raise fail(str(e)) from e
+
+
+def _chosen(suite: str, tasks: str | None) -> list:
+    from impasse.tasks.build import all_instances
+    from impasse.tasks.lookup import find_instance
+    from impasse.tasks.names import canonical
+    from impasse.tasks.suite import load_suite
+
+    insts = all_instances()
+    if tasks:
+        return [find_instance(t.strip(), insts) for t in tasks.split(",") if t.strip()]
+    wanted = {(canonical(p.name), p.version) for p in load_suite(suite).packages}
+    return [i for i in insts if (canonical(i.package), i.package_version) in wanted]
+
+
+def _verify(path: Path) -> None:
+    from impasse.tasks import release as rel
+
+    bad = rel.verify(path)
+    for m in bad:
+        console.print(f"[red]differs:[/] {m}", soft_wrap=True)
+    if bad:
+        raise typer.Exit(1)
+    out.print(f"release {path}: every layer matches")

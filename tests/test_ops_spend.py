@@ -1,0 +1,100 @@
+"""Spend and rate limits: a real run against a real HTTP endpoint (a scripted policy that reports
+token usage) pauses at --max-cost between two steps, resumes with a higher ceiling from its last
+recorded step, and the money adds up."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_model_http import ScriptedServer
+
+from impasse.run.budget import Ceiling, Price, SpendLimits, ceiling_reached, parse_ceilings, rate_wait, totals
+
+IMPASSE = [sys.executable, "-m", "impasse.cli"]
+PRICES = {"input": 100.0, "output": 1000.0, "cached": 10.0}  # USD per million tokens
+
+
+def test_price_counts_cached_input_at_its_own_rate():
+    p = Price(**PRICES)
+    assert p.cost(1000, 20, cached=400) == pytest.approx((600 * 100 + 400 * 10 + 20 * 1000) / 1e6)
+    assert Price(input=2, output=4).cost(1000, 10, cached=500) == pytest.approx((1000 * 2 + 10 * 4) / 1e6)
+
+
+def test_ceilings_for_the_run_and_per_model():
+    rows = [{"model": "a", "prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.5},
+            {"model": "b", "prompt_tokens": 200, "completion_tokens": 10, "cost_usd": 0.25}]
+    spent = totals(rows)
+    assert spent["*"]["cost_usd"] == pytest.approx(0.75) and spent["b"]["tokens"] == 210
+    limits = SpendLimits(max_cost=1.0, per_model={"a": Ceiling(max_cost=0.5), "b": Ceiling(max_tokens=1000)})
+    assert "model 'a'" in ceiling_reached(limits, "a", spent)
+    assert ceiling_reached(limits, "b", spent) is None
+    assert "--max-tokens 300" in ceiling_reached(SpendLimits(max_tokens=300), "b", spent)
+    assert parse_ceilings("5,gpt-4o=2.5") == (5.0, {"gpt-4o": 2.5})
+    with pytest.raises(ValueError, match="MODEL=NUMBER"):
+        parse_ceilings("five")
+
+
+def test_rate_limits_wait_for_the_oldest_request_to_leave_the_minute():
+    now = 1000.0
+    rows = [{"t": now - 50, "prompt_tokens": 600, "completion_tokens": 0},
+            {"t": now - 20, "prompt_tokens": 600, "completion_tokens": 0},
+            {"t": now - 70, "prompt_tokens": 10_000, "completion_tokens": 0}]  # outside the window
+    assert rate_wait(SpendLimits(rpm=3), rows, now) == 0
+    assert rate_wait(SpendLimits(rpm=2), rows, now) == pytest.approx(10)
+    assert rate_wait(SpendLimits(tpm=1000), rows, now) == pytest.approx(10)  # the newest alone is under
+    assert rate_wait(SpendLimits(tpm=500), rows, now) == pytest.approx(40)
+    assert rate_wait(SpendLimits(tpm=1300), rows, now) == 0
+
+
+def call_cost(request):
+    k = sum(1 for m in request["messages"] if m["role"] == "assistant")  # ScriptedServer's usage numbers
+    return ((1000 + k) * PRICES["input"] + 20 * PRICES["output"]) / 1e6
+
+
+@pytest.mark.slow
+def test_run_pauses_at_max_cost_and_resumes_with_a_higher_ceiling(glom_task, tmp_path):
+    server = ScriptedServer([("bash", {"command": f"echo step{k}"}) for k in range(5)]
+                            + [("task_complete", {"verified": False, "summary": "done"})])
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(f"scripted: {json.dumps(PRICES)}\n")
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "IMPASSE_API_KEY": "test"}
+    try:
+        first = subprocess.run(IMPASSE + ["run", "--model", "scripted", "--base-url", server.url, "--tasks",
+                                          glom_task.instance_id, "--conditions", "clean", "--interfaces", "tool",
+                                          "--jobs", "1", "--out", str(run_dir), "--prices", str(prices),
+                                          "--max-cost", "0.3"], capture_output=True, text=True, env=env)
+        assert first.returncode == 3, first.stderr[-3000:]
+        assert "spend ceiling reached" in first.stderr and "--max-cost" in first.stderr
+        (traj,) = (run_dir / "episodes").glob("*.jsonl")
+        events = [json.loads(line) for line in traj.read_text().splitlines()]
+        # 3 calls of ~$0.12 each: the 4th is refused before it is made, after a whole step
+        assert events[-1]["type"] == "paused" and [e["step"] for e in events if e["type"] == "step"] == [1, 2, 3]
+        ledger = [json.loads(line) for line in (run_dir / "usage.jsonl").read_text().splitlines()]
+        assert len(ledger) == 3 and sum(r["cost_usd"] for r in ledger) >= 0.3
+
+        second = subprocess.run(IMPASSE + ["run", "--resume", str(run_dir), "--max-cost", "10"],
+                                capture_output=True, text=True, env=env)
+        assert second.returncode == 0, second.stderr[-3000:]
+    finally:
+        server.close()
+    events = [json.loads(line) for line in traj.read_text().splitlines()]
+    types = [e["type"] for e in events]
+    assert types[-1] == "final" and "paused" in types and "resumed" in types
+    assert [e["step"] for e in events if e["type"] == "step"] == [1, 2, 3, 4, 5, 6]  # nothing lost, nothing redone
+    outputs = [e["output"] for e in events if e["type"] == "step"]
+    assert [o.splitlines()[0] for o in outputs[:5]] == [f"step{k}" for k in range(5)]
+    # the money: the endpoint's own usage numbers x the price table = the ledger = the trajectory
+    agent_requests = [r for r in server.requests if len(r.get("tools", [])) > 1]  # not the preflight
+    expected = sum(call_cost(r) for r in agent_requests)
+    ledger = [json.loads(line) for line in (run_dir / "usage.jsonl").read_text().splitlines()]
+    in_trajectory = [e["usage"]["cost_usd"] for e in events if e["type"] == "message" and e.get("usage")]
+    assert len(agent_requests) == len(ledger) == len(in_trajectory) == 6
+    assert sum(r["cost_usd"] for r in ledger) == pytest.approx(expected, abs=1e-5)
+    assert sum(in_trajectory) == pytest.approx(expected, abs=1e-5)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["config"]["spend"]["max_cost"] == 10
+    assert manifest["config"]["spend"]["prices"]["scripted"]["input"] == 100
+    assert manifest["limits_history"][0]["changed"] == {"max_cost": 10.0}

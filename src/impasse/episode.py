@@ -202,9 +202,9 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir) -> dict[str, Any]:
     if path.exists():
         rewrite_without_torn_tail(path)
         prior = read_trajectory(path)
-        if prior.complete:
+        if prior.complete and not _suite_reruns(cfg, prior):
             return summarize(prior)
-        if prior.failed:
+        if prior.failed or prior.complete:  # a harness error, or a pass the suite declared invalid
             rd.archive_attempt(path)
             prior = None
     parts = SUITES.get(cfg.suite).episode_parts(spec, cfg, rd)
@@ -219,6 +219,14 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir) -> dict[str, Any]:
     finally:
         writer.close()
     return summarize(read_trajectory(path))
+
+
+def _suite_reruns(cfg: Any, traj: Trajectory) -> bool:
+    """Whether the suite wants a complete episode run again (the ask suite: an invalid pass)."""
+    from impasse.suites import SUITES
+
+    rerun = getattr(SUITES.get(cfg.suite), "rerun", None)
+    return bool(rerun and rerun(traj))
 
 
 def summarize(traj: Trajectory) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def run_cmd(
             if cfg.model and model_config:
                 cfg.model = {**_model_settings(model_config), **cfg.model}
             runner.check(cfg)  # bad names fail here, before any building
-            if not cfg.tasks:  # idempotent: builds what is missing, reuses the cache otherwise
+            if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
                 from impasse.cli.tasks import tasks_build
 
                 console.print(f"making sure the {cfg.packages!r} package set's tasks are built")

@@ -31,7 +31,8 @@ import yaml
 from pydantic import BaseModel, Field
 
 from impasse.paths import cache_root
-from impasse.tasks.pypi import PackageError, _get, _norm, index_url
+from impasse.tasks.names import canonical as _norm
+from impasse.tasks.pypi import PackageError, _get, index_url
 
 SQL_TYPES = {"INTEGER": int, "REAL": float, "TEXT": str}
 

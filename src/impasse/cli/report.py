@@ -36,8 +36,14 @@ def report_cmd(
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
 ) -> None:
     """Annotate, aggregate the paper's metrics, compare interfaces with paired statistics."""
+    from impasse.ask.report import report_ask, run_suite
     from impasse.report.report import annotate_run, build, print_terminal, render_html
 
+    if run_dir.is_dir() and run_suite(run_dir) == "ask":  # dispatch on the trajectory header's suite
+        try:
+            return report_ask(run_dir, html, json_out, console, out)
+        except ValueError as e:
+            raise fail(str(e)) from e
     try:
         rows, problems = annotate_run(run_dir, write=True)
         other = annotate_run(compare, write=True)[0] if compare else None

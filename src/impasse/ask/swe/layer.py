@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from impasse import paths
-from impasse.sandbox.rootfs import AGENT_GID, AGENT_UID
+from impasse.layout import AGENT_GID, AGENT_UID
 from impasse.tasks.image import Image, _chown_tree
 from impasse.tasks.layer import commit_tree, copy_repo
 

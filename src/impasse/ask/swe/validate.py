@@ -57,7 +57,7 @@ def run_patch(backend, layers: list, task: SweTask, name: str, patch: str, timeo
                 return Run(name, False, error=res.output.strip()[-2000:])
         sb.write_file(f"{REPO}/{meta.heldout_path}", task.heldout_tests)
         ids = " ".join(shlex.quote(n) for n in meta.FAIL_TO_PASS)
-        res = sb.exec(f"cd {REPO} && {meta.test_cmd} {ids} 2>&1", timeout=timeout, keep_bytes=4 * 1024 * 1024)
+        res = sb.exec(f"cd {REPO} && {meta.test_cmd} {ids} 2>&1", timeout=timeout, output_limit=4 * 1024 * 1024)
     statuses = parse_statuses(res.stdout, set(meta.FAIL_TO_PASS))
     return Run(name, True, statuses, "" if statuses else res.output.strip()[-2000:])
 

@@ -148,8 +148,8 @@ def test_report_cli_handles_an_ask_run(sql_run, tmp_path):
 def test_swe_task_end_to_end(tmp_path):
     """One SWE task in the sandbox: full information resolves it (held-out tests pass), the silent
     guesser's naive patch does not."""
-    from impasse.ask.swe.tasks import load_task as load_swe
     from impasse.ask.swe.author import image_for
+    from impasse.ask.swe.tasks import load_task as load_swe
 
     swe = next(r for r in all_rows() if r.domain == "swe" and r.task_id == "isodate-quarter")
     m = load_swe(Path(swe.path)).metadata

@@ -34,8 +34,7 @@ IRRELEVANT = ("Which editor do you use for this kind of work?", "Is the office c
 BROAD = ("Is there anything I should know before I start?", "Are there any requirements that are not written down?",
          "Anything else that matters for this task?")
 VISIBLE = ("question", "spec", "statement")
-_STOPWORDS = frozenset("the a an is are not no of to in on and or for by its it be any anywhere which what whether "
-                       "does do as at that this with from so".split())
+_STOPWORDS = frozenset(["the", "a", "an", "is", "are", "not", "no", "of", "to", "in", "on", "and", "or", "for", "by", "its", "it", "be", "any", "anywhere", "which", "what", "whether", "does", "do", "as", "at", "that", "this", "with", "from", "so"])
 
 
 def question_for(blocker: Any) -> str:

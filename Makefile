@@ -21,6 +21,8 @@ setup: $(STAMP)
 run: setup
 	$(VENV)/bin/impasse run
 	$(VENV)/bin/impasse report runs/latest --html runs/latest/report.html --json runs/latest/report.json
+	$(VENV)/bin/impasse run --suite ask --limit 3 --out runs/latest/ask
+	$(VENV)/bin/impasse report runs/latest/ask --html runs/latest/ask/report.html --json runs/latest/ask/report.json
 
 test: setup
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup

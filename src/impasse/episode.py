@@ -203,7 +203,10 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir, store: TrajectorySt
     store = store or LocalStore(rd)
     prior = store.prior(spec.episode_id)
     if prior is not None and prior.complete:
-        return summarize(prior)
+        if not _suite_reruns(cfg, prior):
+            return summarize(prior)
+        rd.archive_attempt(rd.trajectory(spec.episode_id))  # a pass the suite declared invalid
+        prior = None
     from impasse.run.budget import BudgetReached, meter
 
     parts = SUITES.get(cfg.suite).episode_parts(spec, cfg, rd)
@@ -222,6 +225,14 @@ def run_episode(spec: Any, cfg: Any, run_dir: Path | RunDir, store: TrajectorySt
     finally:
         writer.close()
     return summarize(store.read(spec.episode_id))
+
+
+def _suite_reruns(cfg: Any, traj: Trajectory) -> bool:
+    """Whether the suite wants a complete episode run again (the ask suite: an invalid pass)."""
+    from impasse.suites import SUITES
+
+    rerun = getattr(SUITES.get(cfg.suite), "rerun", None)
+    return bool(rerun and rerun(traj))
 
 
 def summarize(traj: Trajectory) -> dict[str, Any]:

@@ -145,7 +145,7 @@ class Loop:
             args, parsed = tool.parse(raw)
             out = tool.run(self.context, parsed)
             output, outcome_exit = out.output, out.exit_code
-            meta = {"duration_s": round(out.duration_s, 4)}
+            meta = {**out.record, "duration_s": round(out.duration_s, 4)}
             if name == "bash":
                 meta.update(truncated=out.truncated, timed_out=out.timed_out)
         except ToolCallError as e:

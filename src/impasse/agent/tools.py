@@ -31,6 +31,8 @@ class ToolOutcome:
     duration_s: float = 0.0
     truncated: bool = False
     timed_out: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+    """Extra fields for the step event (e.g. the ask suite's question and verdict)."""
 
 
 @dataclass

@@ -37,8 +37,21 @@ def report_cmd(
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
 ) -> None:
     """Annotate, aggregate the paper's metrics, compare interfaces with paired statistics."""
-    from impasse.report.merged import judge_agreement, pooled, print_merged, tag_rows
-    from impasse.report.report import annotate_run, build, print_terminal, render_html
+    from impasse.ask.report import report_ask, run_suite
+
+    if len(run_dirs) == 1 and run_dirs[0].is_dir() and run_suite(run_dirs[0]) == "ask":  # by the header's suite
+        try:
+            return report_ask(run_dirs[0], html, json_out, console, out)
+        except ValueError as e:
+            raise fail(str(e)) from e
+    rows, other = _annotated(run_dirs, compare)
+    report = _build(rows, other, run_dirs, compare, judge_model, judge_base_url)
+    _write(report, html, json_out)
+
+
+def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:
+    from impasse.report.merged import tag_rows
+    from impasse.report.report import annotate_run
 
     try:
         rows, problems = [], []
@@ -53,6 +66,13 @@ def report_cmd(
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
         raise fail(f"{', '.join(map(str, run_dirs))}: no finished episodes to report on")
+    return rows, other
+
+
+def _build(rows, other, run_dirs, compare, judge_model, judge_base_url) -> dict:
+    from impasse.report.merged import judge_agreement, pooled
+    from impasse.report.report import build
+
     if judge_model:
         from impasse.report.judging import judge_run_rows
 
@@ -63,6 +83,13 @@ def report_cmd(
         report["merged"] = pooled(rows)
         if judge_model:
             report["merged"]["judge_agreement"] = judge_agreement(rows)
+    return report
+
+
+def _write(report: dict, html: Path | None, json_out: Path | None) -> None:
+    from impasse.report.merged import print_merged
+    from impasse.report.report import print_terminal, render_html
+
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":

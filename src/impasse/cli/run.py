@@ -86,7 +86,7 @@ def run_cmd(
             if release:
                 ops.use_release(cfg, release)
             runner.check(cfg)  # bad names fail here, before any building
-            if not cfg.tasks:  # idempotent: builds what is missing, reuses the cache otherwise
+            if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
                 from impasse.cli.tasks import tasks_build
 
                 console.print(f"making sure the {cfg.packages!r} package set's tasks are built")

@@ -41,7 +41,7 @@ def question_for(blocker: Any) -> str:
     """A targeted question in the agent's words, from the blocker's description (never from its
     example questions): the description's content, asked back."""
     words = [w for w in re.findall(r"[A-Za-z0-9_'.-]+", blocker.description) if w.lower() not in _STOPWORDS]
-    return f"Could you clarify this for me: {' '.join(words).rstrip('.')}? Which way is intended?"
+    return f"What is intended here: {' '.join(words).rstrip('.')}?"  # one question, one topic
 
 
 def where(blocker: Any) -> tuple[str, str]:

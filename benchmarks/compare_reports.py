@@ -21,11 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from impasse.report.report import CONTRACT  # noqa: E402
 
 
-def differences(before: dict[str, Any], after: dict[str, Any], fields: tuple[str, ...] = CONTRACT) -> list[str]:
+def differences(before: dict[str, Any], after: dict[str, Any], fields: tuple[str, ...] = CONTRACT,
+                common_only: bool = False) -> list[str]:
     a = {e["episode_id"]: e for e in before["episodes"]}
     b = {e["episode_id"]: e for e in after["episodes"]}
-    out = [f"only in before: {eid}" for eid in sorted(set(a) - set(b))]
-    out += [f"only in after: {eid}" for eid in sorted(set(b) - set(a))]
+    out = [] if common_only else [f"only in before: {eid}" for eid in sorted(set(a) - set(b))]
+    out += [] if common_only else [f"only in after: {eid}" for eid in sorted(set(b) - set(a))]
     for eid in sorted(set(a) & set(b)):
         for f in fields:
             if a[eid].get(f) != b[eid].get(f):
@@ -38,9 +39,11 @@ def main() -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--fields", default=",".join(CONTRACT), help="contract fields to compare")
+    ap.add_argument("--common", action="store_true", help="compare only the episodes both reports hold "
+                                                          "(two runs of one plan stopped at different points)")
     args = ap.parse_args()
     before, after = (json.loads(p.read_text()) for p in (args.before, args.after))
-    diffs = differences(before, after, tuple(args.fields.split(",")))
+    diffs = differences(before, after, tuple(args.fields.split(",")), args.common)
     n = len({e["episode_id"] for e in before["episodes"]} & {e["episode_id"] for e in after["episodes"]})
     print(f"{n} episodes in both; {len(diffs)} differences on {len(args.fields.split(','))} contract fields")
     for d in diffs[:50]:

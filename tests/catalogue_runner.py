@@ -28,13 +28,13 @@ def load_catalogue(card: str) -> dict[str, Any]:
 
 
 def placeholders(inst, image) -> dict[str, str]:
-    from impasse.conditions.faults import pick_dependency
+    from impasse.conditions.faults import HideDependency, TaskFacts
 
     test_file = inst.FAIL_TO_PASS[0].split("::")[0]
     deps = image.import_breaking_deps or []
     return {"target": inst.target_file, "target_dir": str(Path(inst.target_file).parent),
             "test_file": test_file, "test_dir": str(Path(test_file).parent), "f2p": inst.FAIL_TO_PASS[0],
-            "pkg": Path(inst.target_file).parts[0], "dep": (pick_dependency(inst, image) if deps else "") or "",
+            "pkg": Path(inst.target_file).parts[0], "dep": HideDependency().choose(TaskFacts.of(image, inst))[0] if deps else "",
             "site": image.site_packages}
 
 

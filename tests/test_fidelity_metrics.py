@@ -77,13 +77,14 @@ def test_restoration_trigger_uses_the_reports_predicate(tmp_path):
     for e in src.events:
         if e["type"] == "step":
             w.append(e)
+    written = w.written()
     w.close()
     ticket = Ticket.from_arguments(src.endings[0]["ticket"])
     c = card(src.header["condition"])
     t_star = 5  # hand-checked in test_annotator
-    assert escalation_accepted(c, path, t_star, ticket)
-    assert not escalation_accepted(c, path, t_star - 1, ticket)  # evidence not yet complete at step 4
-    assert not escalation_accepted(c, path, t_star, Ticket.from_arguments({}))  # blocker missing
+    assert escalation_accepted(c, written, t_star, ticket)
+    assert not escalation_accepted(c, written, t_star - 1, ticket)  # evidence not yet complete at step 4
+    assert not escalation_accepted(c, written, t_star, Ticket.from_arguments({}))  # blocker missing
 
 
 def _row(agent, inst, cond, cls, iface, **kw):

@@ -94,6 +94,9 @@ class RemoteWriter:
     def append(self, event: dict[str, Any]) -> None:
         _ray().get(self.server.append.remote(self.episode_id, event))
 
+    def written(self) -> Trajectory:
+        return _ray().get(self.server.read.remote(self.episode_id))
+
     def close(self) -> None:
         _ray().get(self.server.close.remote(self.episode_id))
 

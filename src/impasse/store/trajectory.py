@@ -60,6 +60,9 @@ class TrajectoryWriter:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
+    def written(self) -> Trajectory:
+        return read_trajectory(self.path)
+
     def close(self) -> None:
         self._fh.close()
 

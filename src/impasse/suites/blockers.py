@@ -63,10 +63,9 @@ def escalation_accepted(c: Any, trajectory: Any, steps: int, ticket: Any) -> boo
     far, the ticket's blocker dimension from the rubric judge. What restores is what is counted."""
     from impasse.annotate.annotator import annotate_steps
     from impasse.annotate.handoff import accepted_escalation
-    from impasse.store.trajectory import read_trajectory
     from impasse.tickets.judge import judge_ticket
 
-    done = [s for s in read_trajectory(trajectory).steps if s.index <= steps]
+    done = [s for s in trajectory.steps if s.index <= steps]
     core = annotate_steps(done, c, "escalated", steps)
     return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
 
@@ -168,7 +167,7 @@ class BlockersSuite:
                                        {"role": "user", "content": task_prompt(inst.problem_statement, sb.workdir)}],
             grade=lambda patch: grade(backend, inst, patch, cache_dir=rd.grades),
             make_monitor=monitor,
-            accepts=lambda ep, e: escalation_accepted(c, ep.writer.path, ep.loop.steps, e.ticket),
+            accepts=lambda ep, e: escalation_accepted(c, ep.writer.written(), ep.loop.steps, e.ticket),
             handlers=[RestoreAfterEscalation()] if cfg.restore else [])
 
     def annotate(self, trajectory: Any) -> dict[str, Any]:

@@ -1,1 +1,1 @@
-SELECT f.carrier, ROUND(AVG(2013 - p.year), 2) AS avg_age FROM planes p JOIN (SELECT DISTINCT carrier, tailnum FROM flights WHERE dep_time IS NOT NULL) f ON f.tailnum = p.tailnum WHERE p.year IS NOT NULL  GROUP BY f.carrier
+SELECT f.carrier, ROUND(AVG(2013 - p.year), 2) AS avg_age FROM planes p JOIN (SELECT DISTINCT carrier, tailnum FROM flights WHERE dep_time IS NOT NULL) f ON f.tailnum = p.tailnum WHERE p.year IS NOT NULL  GROUP BY f.carrier HAVING COUNT(DISTINCT p.tailnum) >= 50

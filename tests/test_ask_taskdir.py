@@ -11,12 +11,12 @@ import pytest
 from impasse.ask.schema import AskTask, Blocker
 from impasse.ask.sql.validate import builtin_task_dirs
 from impasse.ask.taskdir import (
-    SWE_NOT_RUNNABLE,
     TaskFormatError,
     hilbench_mapping,
     import_hilbench,
     load_task,
     save_task,
+    swe_not_runnable,
 )
 
 PAPERS_SQL_SUBTYPES = [  # papers.md section 1.1, the public release's SQL subtypes
@@ -103,7 +103,8 @@ def test_import_hilbench_swe_is_validated_and_not_runnable(tmp_path):
     _hil_swe(tmp_path)
     [t] = import_hilbench(tmp_path)
     assert t.domain == "swe" and t.task_id == "org__repo-123"
-    assert not t.runnable and t.not_runnable_reason == SWE_NOT_RUNNABLE
+    assert not t.runnable and t.not_runnable_reason == swe_not_runnable("hil/org-repo:123")
+    assert "'hil/org-repo:123'" in t.not_runnable_reason and "--backend docker" in t.not_runnable_reason
     assert t.swe.fail_to_pass == ["t::a"] and t.swe.pass_to_pass == ["t::b"]
     assert t.swe.image == "hil/org-repo:123"
     assert t.blockers[0].kind == "missing"

@@ -28,7 +28,14 @@ from impasse.ask.schema import AskTask, Blocker, BusinessInfoEntry, SqlFields, S
 
 REGISTRY = Path("ask-human-data") / "blocker_registry.json"
 NAIVE = Path("validation") / "naive_queries.json"
-SWE_NOT_RUNNABLE = "needs the authors' container image; no Docker backend here"
+SWE_NOT_RUNNABLE = ("needs the authors' container image {image}: impasse's Docker backend (--backend docker) "
+                    "runs images it builds from its own task layers and pulls nothing from a registry (none is "
+                    "reachable here), so this task cannot run here")
+
+
+def swe_not_runnable(image: str | None) -> str:
+    """Why an imported HiL-Bench SWE task does not run here (the image is named so a user can check)."""
+    return SWE_NOT_RUNNABLE.format(image=repr(image) if image else "(metadata names none)")
 
 
 class TaskFormatError(ValueError):
@@ -164,7 +171,8 @@ def _sql_fields(d: Path, meta: dict[str, Any], database: Path | None) -> SqlFiel
     name = meta.get("database_name") or meta.get("database")
     if not name:
         raise TaskFormatError(f"{d / 'metadata.json'}: field database_name: missing")
-    return SqlFields(database=name, database_path=str(database) if database else None,
+    pinned = database or meta.get("database_path")  # an imported task remembers the database it was given
+    return SqlFields(database=name, database_path=str(pinned) if pinned else None,
                      ground_truth_sql=gt.read_text().strip(), golden_columns=cols, golden_rows=rows,
                      business_info=read_business_info(d / "data" / "business_info.json"),
                      naive_queries=naive)
@@ -220,6 +228,8 @@ def save_task(task: AskTask, task_dir: Path | str) -> Path:
         meta.update(runnable=False, not_runnable_reason=task.not_runnable_reason)
     if task.sql:
         meta.update(database_name=task.sql.database, num_blockers=len(task.blockers))
+        if task.sql.database_path:
+            meta["database_path"] = task.sql.database_path
     (d / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     (d / "problem_statement.txt").write_text(task.problem_statement.strip() + "\n")
     reg = {"blockers": [b.model_dump(exclude_none=True) for b in task.blockers]}
@@ -261,11 +271,26 @@ def import_hilbench(root: Path | str, *, database: Path | str | None = None) -> 
         t = load_task(d)
         t = t.model_copy(update={"source": "hilbench"})
         if t.domain == "swe":
-            t = t.model_copy(update={"runnable": False, "not_runnable_reason": SWE_NOT_RUNNABLE})
+            t = t.model_copy(update={"runnable": False,
+                                     "not_runnable_reason": swe_not_runnable(t.swe.image if t.swe else None)})
         else:
             t = _attach_database(t, Path(database) if database else None)
         tasks.append(AskTask.model_validate(t.model_dump()))
     return tasks
+
+
+def write_imported(tasks: list[AskTask], out: Path | str) -> tuple[list[Path], list[AskTask]]:
+    """Write the runnable imported tasks under ``out/<task_id>/`` (our layout, the database pinned in
+    metadata.json) for ``impasse run --suite ask --task-dir OUT``; -> (written dirs, tasks left out
+    because they cannot run here, each with its reason)."""
+    out = Path(out)
+    written, left = [], []
+    for t in tasks:
+        if not t.runnable:
+            left.append(t)
+            continue
+        written.append(save_task(t, out / t.task_id))
+    return written, left
 
 
 def _attach_database(t: AskTask, database: Path | None) -> AskTask:
@@ -276,5 +301,5 @@ def _attach_database(t: AskTask, database: Path | None) -> AskTask:
         why = (f"needs the BIRD database {name!r}: pass database=PATH (a SQLite file or a folder "
                f"holding {name}.sqlite)" if path is None else f"database {path} does not exist")
         return t.model_copy(update={"runnable": False, "not_runnable_reason": why})
-    sql = t.sql.model_copy(update={"database_path": str(path)})
+    sql = t.sql.model_copy(update={"database_path": str(path.resolve())})
     return t.model_copy(update={"sql": sql})

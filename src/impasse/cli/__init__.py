@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from impasse.cli.ask import ask_app
 from impasse.cli.cache import cache_app
 from impasse.cli.common import fail, out
 from impasse.cli.conditions import conditions_app, sandbox_app
@@ -24,6 +25,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(conditions_app, name="conditions")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(cache_app, name="cache")
+app.add_typer(ask_app, name="ask")
 app.command("run")(run_cmd)
 app.command("annotate")(annotate_cmd)
 app.command("report")(report_cmd)

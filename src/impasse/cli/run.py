@@ -23,6 +23,8 @@ def run_cmd(
                                             "for the blockers suite")] = "blockers",
     packages: Annotated[str, typer.Option(help="Package set whose built tasks are used")] = "default",
     tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (or unique prefixes): all of them run")] = None,
+    task_dir: Annotated[Path | None, typer.Option(help="--suite ask: run the tasks in this directory (e.g. "
+                                                       "written by `impasse ask import`) instead of the built-in ones")] = None,
     conditions: Annotated[str, typer.Option(help="'all', names and/or classes, comma-separated")] = "all",
     interfaces: Annotated[str, typer.Option(help="Comma-separated: baseline,tool,monitor")] = "baseline,tool,monitor",
     agent: Annotated[str, typer.Option(help="Agents, comma-separated: reference profiles (or reference:NAME), "
@@ -79,7 +81,10 @@ def run_cmd(
         else:
             cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                           per_package, step_limit, restore, backend, executor, ray_address)
-            cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema})
+            cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
+                                            "task_dir": _task_dir(task_dir, cfg.suite)})
+            if task_dir is not None and limit is None:
+                cfg.limit = None  # a task directory runs whole, not the main job's slice
             if cfg.model and model_config:
                 cfg.model = {**_model_settings(model_config), **cfg.model}
             ops.apply_spend(cfg, spend)
@@ -125,6 +130,14 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
     else:
         cfg.agents = [a.strip() for a in agent.split(",") if a.strip()]
     return cfg
+
+
+def _task_dir(task_dir: Path | None, suite: str) -> str | None:
+    if task_dir is None:
+        return None
+    if suite != "ask":
+        raise ValueError(f"--task-dir is for --suite ask (ask tasks in the HiL-Bench layout); got --suite {suite}")
+    return str(task_dir.resolve())
 
 
 def _model_settings(path: Path) -> dict:

@@ -21,6 +21,8 @@ class RunConfig(BaseModel):
     packages: str = Field("default", description="Package set whose built tasks are used when --tasks is not given")
     tasks: list[str] = Field(default_factory=list, description="Instance ids (or unique prefixes)")
     per_package: int | None = Field(None, description="Instances per package (None: all built)")
+    task_dir: str | None = Field(None, description="ask suite: a directory of task directories (e.g. written by "
+                                                   "`impasse ask import`) run instead of the built-in tasks")
     limit: int | None = Field(None, description="At most this many task instances")
     conditions: str = Field("all", description="'all', names and/or classes, comma-separated")
     interfaces: list[str] = Field(default_factory=lambda: ["baseline", "tool", "monitor"])

@@ -25,15 +25,55 @@ BLOCKERS_DEFAULT_INTERFACES = ["baseline", "tool", "monitor"]
 DOMAINS = ("sql", "swe")
 
 
-def all_rows() -> list[Any]:
-    """Every runnable ask task: SQL first, then SWE, each sorted by id."""
+def all_rows(cfg: RunConfig | None = None) -> list[Any]:
+    """Every runnable ask task: SQL first, then SWE, each sorted by id; with ``cfg.task_dir``, the
+    tasks in that directory instead."""
     from impasse.ask.domains import AskRow
+
+    if cfg is not None and cfg.task_dir:
+        return dir_rows(Path(cfg.task_dir))
     from impasse.ask.sql.validate import builtin_task_dirs
     from impasse.ask.swe.tasks import task_dirs
 
     sql = [AskRow(task_id=d.name, domain="sql", path=str(d)) for d in builtin_task_dirs()]
     swe = [AskRow(task_id=d.name, domain="swe", path=str(d)) for d in task_dirs()]
     return sql + swe
+
+
+def dir_rows(root: Path) -> list[Any]:
+    """The tasks under ``root`` (one task directory or a folder of them): SQL tasks in the public
+    layout (ours or imported) and our own SWE tasks. A task that cannot run here (no database, an
+    imported SWE task needing its authors' image) stops the run with its reason."""
+    from impasse.ask.domains import AskRow
+    from impasse.ask.taskdir import _task_dirs, load_task
+
+    if not root.is_dir():
+        raise ValueError(f"--task-dir {root}: no such directory (write one with `impasse ask import`)")
+    rows = []
+    for d in _task_dirs(root):
+        t = load_task(d)
+        if t.domain == "swe" and (d / "heldout_tests.py").exists():  # one of our SWE tasks
+            rows.append(AskRow(task_id=d.name, domain="swe", path=str(d.resolve())))
+            continue
+        if t.domain == "swe" and t.runnable:
+            from impasse.ask.taskdir import swe_not_runnable
+
+            image = t.swe.image if t.swe else None
+            t = t.model_copy(update={"runnable": False, "not_runnable_reason": swe_not_runnable(image)})
+        if t.domain == "sql" and t.runnable and not t.sql.database_path:
+            from impasse.ask.sql.database import available
+
+            if t.sql.database not in available():
+                t = t.model_copy(update={"runnable": False, "not_runnable_reason":
+                                         f"needs the database {t.sql.database!r}: import the task with "
+                                         "`impasse ask import DIR --database PATH`"})
+        if not t.runnable:
+            raise ValueError(f"ask task {t.task_id} ({d}) is not runnable here: {t.not_runnable_reason}. "
+                             "Leave it out of --task-dir (`impasse ask import` writes only runnable tasks).")
+        rows.append(AskRow(task_id=t.task_id, domain="sql", path=str(d.resolve())))
+    if not rows:
+        raise ValueError(f"--task-dir {root}: no task directory (metadata.json) under it")
+    return sorted(rows, key=lambda r: (r.domain != "sql", r.task_id))
 
 
 def modes(cfg: RunConfig) -> list[str]:
@@ -57,7 +97,9 @@ def agents(cfg: RunConfig) -> list[AgentSpec]:
 def choose(cfg: RunConfig) -> list[Any]:
     """``--tasks`` (ids or unique prefixes) or a slice: with ``--limit N``, N tasks taken from the
     two domains in turn (N-1 SQL and 1 SWE for N >= 2 keeps the slice fast but covers both)."""
-    rows = all_rows()
+    rows = all_rows(cfg)
+    if cfg.task_dir and not cfg.tasks:
+        return rows[: cfg.limit] if cfg.limit else rows
     if cfg.tasks:
         out = []
         for t in cfg.tasks:
@@ -160,7 +202,7 @@ def open_domain(rd: RunDir, task_id: str, cfg: RunConfig) -> Any:
     from impasse.ask.domains import AskRow, SqlDomain, SweDomain
 
     rows = ([AskRow.model_validate_json(line) for line in rd.instances.read_text().splitlines() if line.strip()]
-            if rd.instances.exists() else all_rows())
+            if rd.instances.exists() else all_rows(cfg))
     row = next((r for r in rows if r.task_id == task_id), None)
     if row is None:
         raise ValueError(f"ask task {task_id} is not among the run's tasks ({rd.instances})")

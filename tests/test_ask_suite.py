@@ -60,6 +60,11 @@ def test_sql_run_scores_and_orders_the_reference_agents(sql_run):
     assert f1["silent-guesser"]["ask_f1"] == 0 and f1["silent-guesser"]["questions_per_task"] == 0
     assert f1["spammer"]["recall"] >= f1["targeted-asker"]["recall"] * 0.99
     assert f1["spammer"]["precision"] < f1["targeted-asker"]["precision"]
+    # the broad asker's wide questions are answered often (high recall) but its catch-alls are
+    # rejected and a wide question answers one gap of an area holding two (lower precision)
+    assert f1["broad-asker"]["recall"] >= 0.5 and f1["spammer"]["recall"] >= 0.8
+    assert f1["broad-asker"]["recall"] > f1["obvious-only"]["recall"]
+    assert f1["broad-asker"]["precision"] < f1["targeted-asker"]["precision"]
     for r in t:  # full information always resolves; without asking, nobody does
         assert r["full_info_pass@3"] == 1.0 and r["baseline_pass@3"] == 0.0
     # every question the targeted asker asked was matched, and none uses the registry's examples
@@ -160,3 +165,21 @@ def test_swe_task_end_to_end(tmp_path):
     assert by[("targeted-asker", "full_info")]["resolved"]
     assert not by[("silent-guesser", "ask_human")]["resolved"]
     assert by[("targeted-asker", "ask_human")]["ask_f1"] > 0
+
+
+def test_broad_asker_asks_wide_questions_per_area(sql_run):
+    """Its questions: the generic catch-alls (all rejected), then one per explored area covering
+    every gap noticed there; an area holding two blockers gets one question, answered at most once."""
+    from impasse.ask.agents import BROAD
+
+    _, rows = sql_run
+    for r in (r for r in rows if r["agent"] == "reference/broad-asker" and r["mode"] == "ask_human"):
+        qs = r["questions"]
+        task = _task(r["instance_id"])
+        areas = {b.location for b in task.blockers}
+        assert [q["question"] for q in qs[: len(BROAD)]] == list(BROAD)
+        assert all(q["status"] == "irrelevant" for q in qs[: len(BROAD)])
+        assert len(qs) == len(BROAD) + len(areas) < len(BROAD) + len(task.blockers) + 1
+        wide = qs[len(BROAD):]
+        assert all(q["question"].startswith("What is intended for ") for q in wide)
+        assert sum(q["status"] == "matched" for q in wide) >= 1

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from impasse.ask.swe import author
-from impasse.ask.swe.tasks import KINDS, load_all, problems
+from impasse.ask.swe.tasks import BLOCKERS_PER_TASK, KINDS, load_all, problems
 from impasse.ask.swe.validate import Run, judge
 
 TASKS = load_all()
@@ -26,9 +26,9 @@ def test_task_is_well_formed(task):
 
 
 def test_blocker_counts_and_kind_mix():
-    counts = [len(t.blockers) for t in TASKS]
-    assert all(1 <= c <= 4 for c in counts)
-    assert sum(counts) / len(counts) >= 2
+    counts = {t.instance_id: len(t.blockers) for t in TASKS}
+    assert BLOCKERS_PER_TASK == (3, 4)
+    assert all(3 <= c <= 4 for c in counts.values()), counts
     kinds = Counter(b.kind for t in TASKS for b in t.blockers)
     assert set(kinds) == set(KINDS)
     assert min(kinds.values()) / sum(kinds.values()) >= 0.15, kinds
@@ -46,6 +46,27 @@ def test_rendered_files_match_their_spec(task):
     # every without-patch differs from the solution exactly where its blocker's slots are
     for b in spec.blockers:
         assert any(full != guess for full, guess in b.slots.values()), b.id
+
+
+def test_blocker_count_outside_three_to_four_is_a_problem():
+    task = TASKS[0]
+    short = task.model_copy(update={"blockers": task.blockers[:2],
+                                    "without": {b.id: task.without[b.id] for b in task.blockers[:2]}})
+    assert any("a task needs 3-4" in p for p in problems(short))
+
+
+def test_targeted_question_matches_its_own_blocker():
+    """With 3-4 blockers a task, each reference question must still reach its own blocker (not a sibling)."""
+    from impasse.ask.agents import question_for
+    from impasse.ask.asktool import AskState, decide
+
+    wrong = {}
+    for t in TASKS:
+        for b in t.blockers:
+            verdict, _ = decide(AskState(list(t.blockers)), question_for(b))
+            if verdict.get("blocker_id") != b.id:
+                wrong[f"{t.instance_id}/{b.id}"] = verdict.get("blocker_id")
+    assert wrong == {}
 
 
 def test_statement_leak_is_caught(tmp_path):
@@ -95,4 +116,5 @@ def test_task_validates_in_sandbox(backend, images, task):
     image = images[(task.metadata.package, task.metadata.package_version)]
     verdict = validate_task(backend, task, image)
     assert verdict.ok, verdict.problems
+    assert 3 <= len(task.blockers) <= 4
     assert {r.name for r in verdict.runs} == {"clean", "solution", *(b.id for b in task.blockers)}

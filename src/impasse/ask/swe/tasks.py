@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "swe"
 KINDS = ("missing", "ambiguous", "contradictory")
+BLOCKERS_PER_TASK = (3, 4)  # issue 12: 3-5 per task (must show) within 1-4 (SWE build), so 3 or 4
 
 
 class Blocker(BaseModel):
@@ -106,8 +107,9 @@ def problems(task: SweTask) -> list[str]:
     """Everything wrong with one task's files (empty when it is well formed)."""
     out: list[str] = []
     ids = [b.id for b in task.blockers]
-    if not 1 <= len(ids) <= 4:
-        out.append(f"{len(ids)} blockers; a task needs 1-4")
+    lo, hi = BLOCKERS_PER_TASK
+    if not lo <= len(ids) <= hi:
+        out.append(f"{len(ids)} blockers; a task needs {lo}-{hi}")
     if len(set(ids)) != len(ids):
         out.append(f"duplicate blocker ids: {ids}")
     if set(task.without) != set(ids):

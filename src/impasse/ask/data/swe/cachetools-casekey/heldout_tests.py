@@ -12,3 +12,7 @@ def test_casefold():
 
 def test_nested_tuples():
     assert casekey(('A', ('B', 1))) == casekey(('a', ('b', 1)))
+
+
+def test_bytes_folded():
+    assert casekey(b'ABC') == casekey(b'abc')

@@ -1,5 +1,5 @@
 import pytest
-from cachetools.keys import hashkey, ignoring
+from cachetools.keys import hashkey, ignoring, typedkey
 
 
 def test_ignored_kwarg():
@@ -13,3 +13,9 @@ def test_names_must_be_strings_and_given():
         ignoring(42)
     with pytest.raises(TypeError):
         ignoring()
+
+
+def test_typed_keyword():
+    key = ignoring('timeout', typed=True)
+    assert key(1, timeout=5) == typedkey(1)
+    assert key(1, timeout=5) != key(1.0, timeout=5)

@@ -18,3 +18,7 @@ def test_single():
 def test_zero():
     assert duration_words(timedelta(0)) == '0 seconds'
     assert duration_words(timedelta(microseconds=300)) == '0 seconds'
+
+
+def test_negative():
+    assert duration_words(timedelta(hours=-2)) == '2 hours ago'

@@ -23,3 +23,7 @@ def test_months_rejected():
         duration_seconds(Duration(months=1))
     with pytest.raises(ValueError):
         duration_seconds(parse_duration('P1Y'))
+
+
+def test_negative_keeps_sign():
+    assert duration_seconds(parse_duration('-PT5S')) == -5.0

@@ -8,3 +8,8 @@ def test_words():
 
 def test_unrecorded_is_blank():
     assert format_bool(None) == ''
+
+
+def test_text_flags():
+    assert format_bool('false') == 'no'
+    assert format_bool('TRUE') == 'yes'

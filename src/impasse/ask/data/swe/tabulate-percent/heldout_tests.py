@@ -12,3 +12,8 @@ def test_default_digits():
 
 def test_digits_override():
     assert format_percent(0.12345, digits=2) == '12.35%'
+
+
+def test_decimal_input():
+    from decimal import Decimal
+    assert format_percent(Decimal('0.425')) == '42.5%'

@@ -22,3 +22,8 @@ def test_existing_name_rejected():
         tb.register_format('grid', fmt())
     tb.register_format('semi2', fmt())
     tb.register_format('semi2', fmt(), replace=True)
+
+
+def test_non_tableformat_rejected():
+    with pytest.raises(TypeError):
+        tb.register_format('semi3', ';')

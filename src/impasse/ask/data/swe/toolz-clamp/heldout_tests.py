@@ -16,3 +16,9 @@ def test_inverted_bounds_raise():
 def test_nan_rejected():
     with pytest.raises(ValueError):
         clamp(0, 10, float('nan'))
+
+
+def test_open_bounds_are_none():
+    assert clamp(None, 10, 12) == 10
+    assert clamp(0, None, 99) == 99
+    assert clamp(None, None, -7) == -7

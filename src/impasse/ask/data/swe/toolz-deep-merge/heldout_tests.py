@@ -15,3 +15,7 @@ def test_lists_concatenate():
 def test_none_does_not_overwrite():
     assert deep_merge({'a': 1, 'b': {'c': 2}}, {'a': None, 'b': {'c': None}, 'd': None}) == {
         'a': 1, 'b': {'c': 2}, 'd': None}
+
+
+def test_single_sequence_argument():
+    assert deep_merge([{'a': {'b': 1}}, {'a': {'c': 2}}]) == {'a': {'b': 1, 'c': 2}}

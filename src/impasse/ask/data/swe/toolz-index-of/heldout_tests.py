@@ -11,3 +11,7 @@ def test_not_found():
 
 def test_predicate():
     assert index_of(lambda n: n > 2, [1, 2, 3, 4]) == 2
+
+
+def test_class_is_a_value():
+    assert index_of(str, [1, str]) == 1

@@ -19,3 +19,7 @@ def test_factory():
     out = invert({'a': 1, 'b': 2}, factory=OrderedDict)
     assert isinstance(out, OrderedDict)
     assert list(out.items()) == [(1, 'a'), (2, 'b')]
+
+
+def test_list_value_becomes_tuple():
+    assert invert({'a': [1, 2], 'b': 3}) == {(1, 2): 'a', 3: 'b'}

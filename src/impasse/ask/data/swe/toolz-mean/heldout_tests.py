@@ -12,3 +12,7 @@ def test_missing_none_and_nan():
 def test_all_missing_or_empty():
     assert mean([]) is None
     assert mean([None, float('nan')]) is None
+
+
+def test_text_readings_parsed():
+    assert mean(['1', ' ', 3]) == 2.0

@@ -11,3 +11,10 @@ def test_ties_sorted():
 
 def test_all():
     assert most_common([3, 1, 3]) == [3, 1]
+
+
+def test_n_validation():
+    import pytest
+    assert most_common('aab', 0) == []
+    with pytest.raises(ValueError):
+        most_common('aab', -1)

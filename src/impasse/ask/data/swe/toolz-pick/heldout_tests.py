@@ -15,3 +15,7 @@ def test_curried():
 def test_missing_key_raises():
     with pytest.raises(KeyError):
         pick(['a', 'z'], {'a': 1})
+
+
+def test_bare_string_is_one_key():
+    assert pick('id', {'id': 1, 'i': 2, 'd': 3}) == {'id': 1}

@@ -12,3 +12,7 @@ def test_rename_returns_new_dict():
 def test_collision_raises():
     with pytest.raises(ValueError):
         rename_keys({'a': 1, 'b': 2}, {'a': 'b'})
+
+
+def test_callable_mapping():
+    assert rename_keys({'a': 1, 'b': 2}, str.upper) == {'A': 1, 'B': 2}

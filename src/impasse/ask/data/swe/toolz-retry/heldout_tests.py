@@ -30,3 +30,10 @@ def test_restrict_exceptions():
     assert len(calls) == 1
     g, _ = flaky(1, ValueError)
     assert retry(5, g, on=(ValueError,))(2) == 4
+
+
+def test_zero_attempts_rejected():
+    f, calls = flaky(0)
+    with pytest.raises(ValueError):
+        retry(0, f)
+    assert calls == []

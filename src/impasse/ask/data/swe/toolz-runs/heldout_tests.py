@@ -12,3 +12,7 @@ def test_empty():
 def test_key_representative_is_last():
     words = ['apple', 'avocado', 'banana', 'blueberry', 'cherry']
     assert list(runs(words, key=lambda w: w[0])) == [(2, 'avocado'), (2, 'blueberry'), (1, 'cherry')]
+
+
+def test_long_run_split():
+    assert list(runs('a' * 300 + 'b')) == [(255, 'a'), (45, 'a'), (1, 'b')]

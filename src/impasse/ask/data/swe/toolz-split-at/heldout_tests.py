@@ -16,3 +16,7 @@ def test_no_empty_chunks():
 
 def test_empty_input():
     assert list(split_at(bool, [])) == []
+
+
+def test_preamble_is_first_chunk():
+    assert list(split_at(is_header, ['x', '# a', 'y'])) == [['x'], ['# a', 'y']]

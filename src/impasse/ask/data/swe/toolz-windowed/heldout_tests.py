@@ -13,3 +13,7 @@ def test_tail_emitted():
 def test_bad_step():
     with pytest.raises(ValueError):
         windowed(2, [1, 2, 3], step=0)
+
+
+def test_step_beyond_n_skips():
+    assert list(windowed(2, range(8), step=3)) == [(0, 1), (3, 4), (6, 7)]

@@ -1,6 +1,10 @@
 from toolz.dicttoolz import zip_dicts
 
 
+def test_equal_values_left_out():
+    assert list(zip_dicts({'a': 1, 'b': 2}, {'a': 1, 'b': 3})) == [('b', 2, 3)]
+
+
 def test_common_keys_only():
     a = {'x': 1, 'y': 2, 'z': 3}
     b = {'z': 30, 'x': 10}

@@ -34,29 +34,40 @@ def _ticket(target: str) -> dict:
                          "verification_status": "tests not run"}}
 
 
-@pytest.mark.parametrize("restore", [True, False], ids=["restore", "no-restore"])
-def test_escalation_switch_restores_before_the_suffix_starts(restore, glom_task, tmp_path):
-    target = f"/workspace/repo/{glom_task.target_file}"
-    (old, new), *more = fix_edits(glom_task.patch, "")
+def _scripts(task):
+    target = f"/workspace/repo/{task.target_file}"
+    (old, new), *more = fix_edits(task.patch, "")
     prefix = [("bash", {"command": f"echo prefix-was-here > {NOTE}"}),
               ("edit_file", {"path": target, "old_str": old, "new_str": new}),
               ("bash", {"command": f"ls -l {target}; chmod u+w {target}; test -w {target} || echo not-writable"}),
-              ("escalate_to_human", _ticket(glom_task.target_file))]
+              ("escalate_to_human", _ticket(task.target_file))]
     suffix = [("bash", {"command": f"git status --short; touch {target} && echo SUFFIX-CAN-WRITE"}),
               *[("edit_file", {"path": target, "old_str": o, "new_str": n}) for o, n in [(old, new), *more]],
               ("task_complete", {"verified": False, "summary": "applied the fix"})]
+    return prefix, suffix
+
+
+def _run(task, rd, restore):
+    """One escalation-switch episode (ticket interface) over two scripted endpoints."""
+    prefix, suffix = _scripts(task)
     pre, suf = ScriptedServer(prefix), ScriptedServer(suffix)
     try:
-        rd = RunDir(tmp_path)
-        write_jsonl([glom_task], rd.instances)
+        write_jsonl([task], rd.instances)
         plan = Plan(Side("openai:lc-model", {"base_url": pre.url}), Side("openai:hc-model", {"base_url": suf.url}),
-                    ["ticket"], ["escalation"], ["escalation"], [glom_task], ["read_only_source"], step_limit=12,
+                    ["ticket"], ["escalation"], ["escalation"], [task], ["read_only_source"], step_limit=12,
                     restore=restore)
-        row = _episode(rd, plan, load_prices(), glom_task, "read_only_source", plan.lc, plan.hc, "ticket",
+        row = _episode(rd, plan, load_prices(), task, "read_only_source", plan.lc, plan.hc, "ticket",
                        "escalation:ticket", ("escalation", None))
     finally:
         pre.close()
         suf.close()
+    return row, pre, suf
+
+
+@pytest.mark.parametrize("restore", [True, False], ids=["restore", "no-restore"])
+def test_escalation_switch_restores_before_the_suffix_starts(restore, glom_task, tmp_path):
+    rd = RunDir(tmp_path)
+    row, _, suf = _run(glom_task, rd, restore)
     traj = read_trajectory(next(iter(rd.trajectories())))
     types = [e["type"] for e in traj.events]
     escalated = next(e for e in traj.events if e["type"] == "ending")
@@ -83,3 +94,23 @@ def test_escalation_switch_restores_before_the_suffix_starts(restore, glom_task,
         assert "Permission denied" in first_suffix_step.output
         assert traj.grade is not None and not traj.grade["resolved"]
     assert json.loads(json.dumps(row))["ending"] == "completed"
+
+
+def test_crash_between_the_restore_and_the_handoff_resumes_once(glom_task, tmp_path):
+    """An append-only trajectory cut right after the restore event (a crash there), resumed: the
+    fresh sandbox is restored again, the restore is recorded once, the handoff happens once."""
+    rd = RunDir(tmp_path)
+    _run(glom_task, rd, True)
+    path = next(iter(rd.trajectories()))
+    lines = path.read_text().splitlines(keepends=True)
+    cut = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == "restore") + 1
+    path.write_text("".join(lines[:cut]))
+    row, pre, suf = _run(glom_task, rd, True)
+    events = read_trajectory(path).events
+    kinds = [e["type"] for e in events]
+    assert kinds.count("restore") == 1 and kinds.count("handoff") == 1 and kinds.count("resumed") == 1
+    assert kinds.index("restore") < kinds.index("resumed") < kinds.index("handoff")
+    assert pre.requests == []  # the prefix is not asked again: its ticket was recorded
+    first = next(e for e in events if e["type"] == "step" and e["step"] == 5)
+    assert "SUFFIX-CAN-WRITE" in first["output"] and "HANDOFF_NOTE.txt" in first["output"]
+    assert row["switched"] and row["resolved"]

@@ -46,7 +46,8 @@ class HandoffHandler:
         if restored:  # the operator's fix comes first: the suffix's first call runs on a working machine
             ep.sb.restore()
             ep.restored = True
-            ep.writer.append({"type": "restore", "step": ep.loop.steps, "by": "handoff"})
+            if not _restore_recorded(ep):  # a resume after a crash between the two events: record it once
+                ep.writer.append({"type": "restore", "step": ep.loop.steps, "by": "handoff"})
         state = PrefixState(messages=list(ep.loop.messages), step=ep.loop.steps,
                             steps_left=ep.config.step_limit - ep.loop.steps, reason=ending["ending"],
                             ticket=ending.get("ticket") if escalated else None, restored=restored)
@@ -80,6 +81,13 @@ class HandoffHandler:
         ep.model = self.suffix
         ep.loop.model = self.suffix
         ep.config.switch_at = None
+
+
+def _restore_recorded(ep: Any) -> bool:
+    """Whether this handler's restore event is already recorded after the last ending (a resume)."""
+    events = ep.writer.written().events
+    last = max((i for i, e in enumerate(events) if e["type"] == "ending"), default=-1)
+    return any(e["type"] == "restore" and e.get("by") == "handoff" for e in events[last + 1:])
 
 
 def _transferred(state: PrefixState, written: Any) -> dict[str, Any]:

@@ -51,3 +51,19 @@ def test_bucketed_percentile_switches_at_the_buckets_step(glom_task, tmp_path):
     # the weak model's own run here outlasts K (6 steps + 4 reading chunks: the defect is past line 900)
     assert weak_alone["steps"] == 6 + Weak(glom_task).slow_steps > 9
     assert row["switched"] and traj.of_type("handoff")[0]["at_step"] == 9
+
+
+def test_an_instance_without_a_prior_run_has_no_bucket():
+    from types import SimpleNamespace
+
+    from impasse.handoff.runner import Plan, Side, unbucketed
+
+    tasks = [SimpleNamespace(instance_id="a"), SimpleNamespace(instance_id="b")]
+    prior = {"reference/weak": [{"instance": "a@clean", "steps": 5, "resolved": True}]}
+    plan = Plan(Side("reference:weak"), Side("reference:strong"), ["raw"], ["p50"], ["escalation"], tasks,
+                ["clean"], prior=prior, bucket="outcome")
+    assert unbucketed(plan) == ["b@clean (reference/weak)"]
+    plan.bucket = None  # unbucketed percentiles pool every prior run: nothing to place
+    assert unbucketed(plan) == []
+    plan.bucket, plan.switches = "outcome", ["3"]  # no percentile switch: buckets unused
+    assert unbucketed(plan) == []

@@ -61,7 +61,7 @@ def handoff_cmd(
     from impasse.handoff.interfaces import INTERFACES
     from impasse.handoff.metrics import BUCKETS, load_prices
     from impasse.handoff.report import write_report
-    from impasse.handoff.runner import Plan, Side, prior_steps
+    from impasse.handoff.runner import Plan, Side, prior_steps, unbucketed
     from impasse.suites.blockers import _built_instances
     from impasse.tasks.lookup import find_instance
 
@@ -83,6 +83,9 @@ def handoff_cmd(
                     bucket=None if buckets == "none" else buckets)
         if plan.bucket is not None and plan.bucket not in BUCKETS:
             raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
+        if missing := unbucketed(plan):
+            raise ValueError(f"--buckets {buckets}: the --prior run has no single-model run of {', '.join(missing)}, "
+                             "so no difficulty bucket; add those to the prior run or leave --buckets out")
         for side in (plan.lc, plan.hc):
             side.label  # noqa: B018 - parses the spec: a bad one fails here, before any episode
     except (ValueError, KeyError) as e:

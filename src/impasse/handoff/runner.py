@@ -122,6 +122,21 @@ def switch_steps(sw: str, runs: list[dict[str, Any]], bucket: str | None = None)
     raise ValueError(f"switch point {sw!r}: use a step (e.g. 5), a percentile (p5, p10, ... p50) or 'escalation'")
 
 
+def unbucketed(plan: Plan) -> list[str]:
+    """Instances a bucketed percentile cannot place: the prior run has runs of the prefix model
+    but none on them (pure; checked before any episode runs)."""
+    if plan.bucket is None or not any(sw.startswith("p") for sw in plan.switches):
+        return []
+    out = []
+    for direction in plan.directions:
+        label = (plan.lc if direction == "escalation" else plan.hc).label
+        known = {r["instance"] for r in plan.prior.get(label, [])}
+        if known:
+            out += [f"{i.instance_id}@{c} ({label})" for i in plan.tasks for c in plan.conditions
+                    if f"{i.instance_id}@{c}" not in known]
+    return out
+
+
 def _k_of(k_steps: int | dict[str, int] | None, instance: str, label: str) -> int | None:
     if not isinstance(k_steps, dict):
         return k_steps

@@ -68,3 +68,22 @@ def test_percentiles_of_termination_steps():
     with pytest.raises(ValueError, match="no termination steps"):
         percentile_steps([], [10])
     assert not math.isnan(percentile_steps([1], [5])[5])
+
+
+def test_percentiles_within_difficulty_buckets_by_hand():
+    from impasse.handoff.metrics import bucket_percentile_steps
+    from impasse.handoff.runner import switch_steps
+
+    runs = [{"instance": "a", "steps": 4, "resolved": True}, {"instance": "b", "steps": 6, "resolved": True},
+            {"instance": "c", "steps": 8, "resolved": True}, {"instance": "d", "steps": 20, "resolved": False},
+            {"instance": "e", "steps": 30, "resolved": False}]
+    # pooled: sorted 4 6 8 20 30; nearest rank of p50 = ceil(2.5) = 3rd = 8, of p10 = 1st = 4
+    assert bucket_percentile_steps(runs, 50) == dict.fromkeys("abcde", 8)
+    assert switch_steps("p50", runs) == 8 and switch_steps("p10", runs) == 4
+    # by outcome: solved {4, 6, 8} -> p50 = ceil(1.5) = 2nd = 6; unsolved {20, 30} -> p50 = 1st = 20
+    assert bucket_percentile_steps(runs, 50, "outcome") == {"a": 6, "b": 6, "c": 6, "d": 20, "e": 20}
+    # p10: 1st of each bucket
+    assert switch_steps("p10", runs, "outcome") == {"a": 4, "b": 4, "c": 4, "d": 20, "e": 20}
+    assert switch_steps("5", runs, "outcome") == 5 and switch_steps("escalation", runs) is None
+    with pytest.raises(ValueError, match="difficulty bucket 'size'"):
+        bucket_percentile_steps(runs, 50, "size")

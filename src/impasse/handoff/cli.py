@@ -50,6 +50,8 @@ def handoff_cmd(
     suffix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the suffix (HC) endpoint")] = None,
     prices: Annotated[Path | None, typer.Option(help="Price table YAML (USD per million tokens per model label)")] = None,
     prior: Annotated[Path | None, typer.Option(help="Run directory whose single-model trajectories give percentiles")] = None,
+    buckets: Annotated[str, typer.Option(help="Percentiles within difficulty buckets: none, or outcome (whether the "
+                                              "prefix model resolved the instance alone)")] = "none",
     out: Annotated[Path, typer.Option(help="Output directory (resumable)")] = Path("runs/handoff"),
     backend: Annotated[str, typer.Option(help="Sandbox backend")] = "local",
     reps: Annotated[int, typer.Option(help="Bootstrap resamples")] = 1000,
@@ -57,9 +59,9 @@ def handoff_cmd(
     """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""
     from impasse.conditions.cards import select
     from impasse.handoff.interfaces import INTERFACES
-    from impasse.handoff.metrics import load_prices
+    from impasse.handoff.metrics import BUCKETS, load_prices
     from impasse.handoff.report import write_report
-    from impasse.handoff.runner import Plan, Side, prior_steps
+    from impasse.handoff.runner import Plan, Side, prior_steps, unbucketed
     from impasse.suites.blockers import _built_instances
     from impasse.tasks.lookup import find_instance
 
@@ -77,7 +79,13 @@ def handoff_cmd(
         price_table = load_prices(prices)
         plan = Plan(Side(prefix, _yaml(prefix_model_config)), Side(suffix, _yaml(suffix_model_config)), ifaces,
                     _csv(switch), dirs, chosen, select(conditions), step_limit=step_limit, restore=restore,
-                    backend=backend, prior=prior_steps(prior) if prior else {})
+                    backend=backend, prior=prior_steps(prior) if prior else {},
+                    bucket=None if buckets == "none" else buckets)
+        if plan.bucket is not None and plan.bucket not in BUCKETS:
+            raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
+        if missing := unbucketed(plan):
+            raise ValueError(f"--buckets {buckets}: the --prior run has no single-model run of {', '.join(missing)}, "
+                             "so no difficulty bucket; add those to the prior run or leave --buckets out")
         for side in (plan.lc, plan.hc):
             side.label  # noqa: B018 - parses the spec: a bad one fails here, before any episode
     except (ValueError, KeyError) as e:

@@ -4,7 +4,10 @@ messages. The working tree stays: the same sandbox goes on.
 
 It writes one ``handoff`` event (interface, models, step, what was transferred, the usage of any
 summary/ticket call) and re-applies it on resume; ``messages_reset`` tells the episode's rebuild
-that the suffix's history starts after this event.
+that the suffix's history starts after this event. With ``restore`` at an accepted escalation it
+first restores the environment and records a ``restore`` event (``by: handoff``) before the
+``handoff`` one, so the record shows the suffix started on a working machine; on resume the
+restoration is re-applied with the handoff event (``restored``), at the same point of the replay.
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ class HandoffHandler:
             return False
         escalated = ending["ending"] == "escalated"
         restored = bool(escalated and self.restore and ending.get("accepted"))
-        if restored:
+        if restored:  # the operator's fix comes first: the suffix's first call runs on a working machine
             ep.sb.restore()
             ep.restored = True
+            if not _restore_recorded(ep):  # a resume after a crash between the two events: record it once
+                ep.writer.append({"type": "restore", "step": ep.loop.steps, "by": "handoff"})
         state = PrefixState(messages=list(ep.loop.messages), step=ep.loop.steps,
                             steps_left=ep.config.step_limit - ep.loop.steps, reason=ending["ending"],
                             ticket=ending.get("ticket") if escalated else None, restored=restored)
@@ -76,6 +81,13 @@ class HandoffHandler:
         ep.model = self.suffix
         ep.loop.model = self.suffix
         ep.config.switch_at = None
+
+
+def _restore_recorded(ep: Any) -> bool:
+    """Whether this handler's restore event is already recorded after the last ending (a resume)."""
+    events = ep.writer.written().events
+    last = max((i for i, e in enumerate(events) if e["type"] == "ending"), default=-1)
+    return any(e["type"] == "restore" and e.get("by") == "handoff" for e in events[last + 1:])
 
 
 def _transferred(state: PrefixState, written: Any) -> dict[str, Any]:

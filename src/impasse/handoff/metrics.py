@@ -154,3 +154,37 @@ def percentile_steps(steps: Sequence[int], percentiles: Sequence[int]) -> dict[i
         raise ValueError("no termination steps of the prefix model to take percentiles of")
     s = sorted(steps)
     return {p: max(1, s[max(0, -(-p * len(s) // 100) - 1)]) for p in percentiles}
+
+
+def bucket_percentile_steps(records: Sequence[dict[str, Any]], percentile: int, bucket: str | None = None) -> dict[str, int]:
+    """The switch step of each instance: the nearest-rank ``percentile`` of the prefix's own
+    termination steps, taken over all of ``records`` (``bucket`` None) or over the records in
+    the instance's own difficulty bucket (:data:`BUCKETS`).
+
+    ``records``: the prefix model's single-model runs, ``{"instance", "steps", "resolved"}`` each.
+    Why buckets: termination steps on tasks a model solves (it stops when the tests pass) and on
+    tasks it fails (it wanders until it gives up) are different distributions; a percentile of
+    their mixture switches late on the one and early on the other. Within a bucket, pK means
+    "K percent of the way into this kind of run" for every instance.
+    """
+    if bucket is None:
+        k = percentile_steps([r["steps"] for r in records], [percentile])[percentile]
+        return {r["instance"]: k for r in records}
+    of = BUCKETS.get(bucket)
+    if of is None:
+        raise ValueError(f"difficulty bucket {bucket!r}: use one of {', '.join(BUCKETS)} (or none)")
+    groups: dict[str, list[int]] = {}
+    for r in records:
+        groups.setdefault(of(r), []).append(r["steps"])
+    ks = {b: percentile_steps(v, [percentile])[percentile] for b, v in groups.items()}
+    return {r["instance"]: ks[of(r)] for r in records}
+
+
+def _outcome_bucket(record: dict[str, Any]) -> str:
+    return "solved" if record.get("resolved") else "unsolved"
+
+
+BUCKETS: dict[str, Any] = {"outcome": _outcome_bucket}
+"""Difficulty buckets from data a prior single-model run has. ``outcome``: whether the prefix
+model resolved the instance on its own (the difficulty *for that model*, which is what its own
+termination steps measure)."""

@@ -1,6 +1,6 @@
 """Reference agents of different strength for offline handoff experiments (mechanics only).
 
-``weak`` diagnoses slowly (extra reading steps) and fixes only some tasks (those whose instance id
+``weak`` diagnoses slowly (reads the file from the top up to the defect) and fixes only some tasks (those whose instance id
 hashes even; on the others it makes no useful change and completes unverified); ``strong`` fixes
 every task directly. Both escalate at an environment blocker, and both can continue from a
 transferred state: after the handoff marker they read what they were given (raw trajectory,
@@ -24,6 +24,7 @@ from impasse.agent.reference.profiles import profile
 from impasse.handoff.interfaces import HANDOFF_MARKER
 
 PROGRESS = re.compile(r"(\d+) of (\d+) fix edits? (?:applied|saved)")
+HUNK = re.compile(r"^@@ -(\d+)", re.M)
 
 
 def handoff_start(messages: list[dict[str, Any]]) -> int | None:
@@ -53,11 +54,31 @@ def edits_done(messages: list[dict[str, Any]], target: str) -> int:
     return n
 
 
+def defect_line(patch: str) -> int:
+    """Line of the first hunk of the gold patch in the broken file (where the defect is)."""
+    m = HUNK.search(patch)
+    return int(m.group(1)) if m else 1
+
+
 class HandoffReference(ReferenceAgent):
-    """A reference agent that writes handoff artefacts and continues transferred work."""
+    """A reference agent that writes handoff artefacts and continues transferred work.
+
+    Before fixing, it reads the target file in chunks of ``chunk_lines`` from where its search
+    lands, until the chunk holding the defect (at most ``max_chunks``): how long it takes depends
+    on where the defect is, so termination steps differ between tasks (which is what makes a
+    percentile switch point fall inside some runs)."""
 
     think_tokens = 200
-    slow_steps = 0
+    chunk_lines = 0
+    skip_chunks = 0
+    max_chunks = 0
+
+    @property
+    def slow_steps(self) -> int:
+        if not self.chunk_lines:
+            return 0
+        chunks = -(-defect_line(self.inst.patch) // self.chunk_lines) - self.skip_chunks
+        return max(0, min(self.max_chunks, chunks))
 
     # ------------------------------------------------------------------ the model protocol
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
@@ -124,7 +145,9 @@ class HandoffReference(ReferenceAgent):
 
     def apply_edits(self, edits: list[tuple[str, str]]) -> Generator[Act, Obs, None]:
         for i in range(self.slow_steps):
-            yield from self.step(bash(f"sed -n '{1 + 60 * i},{60 * (i + 1)}p' {self.target}", "Read more of the code."))
+            first = 1 + self.chunk_lines * (i + self.skip_chunks)
+            yield from self.step(bash(f"sed -n '{first},{first + self.chunk_lines - 1}p' {self.target}",
+                                      "Read more of the code."))
         if not self.can_fix():
             yield from self.step(bash(f"grep -n 'return' {self.target} | head -20", "I cannot see the defect."))
             return
@@ -179,10 +202,11 @@ def _applied(old: str, new: str, diff: str) -> bool:
 
 @profile("weak")
 class Weak(HandoffReference):
-    """Slow diagnosis (three extra reading steps); fixes only tasks whose id hashes even."""
+    """Slow diagnosis (reads the file from the top in 300-line chunks up to the defect, 1 to 4
+    reading steps); fixes only tasks whose id hashes even."""
 
     think_tokens = 150
-    slow_steps = 3
+    chunk_lines, skip_chunks, max_chunks = 300, 0, 4
 
     def can_fix(self) -> bool:
         return int(hashlib.sha256(self.inst.instance_id.encode()).hexdigest(), 16) % 2 == 0
@@ -190,6 +214,8 @@ class Weak(HandoffReference):
 
 @profile("strong")
 class Strong(HandoffReference):
-    """Fixes every task directly; a longer reasoning allowance per call."""
+    """Fixes every task; its search lands in the first 1000 lines, and it reads on in 1000-line
+    chunks only for a deeper defect (0 to 2 reading steps); a longer reasoning allowance per call."""
 
     think_tokens = 600
+    chunk_lines, skip_chunks, max_chunks = 1000, 1, 2

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from impasse.handoff import reference as _reference  # noqa: F401 - registers the weak/strong profiles
-from impasse.handoff.metrics import call_cost, percentile_steps
+from impasse.handoff.metrics import bucket_percentile_steps, call_cost, percentile_steps
 
 CONTROLS = ("abort+fresh", "lc_full+hc_full")
 
@@ -67,8 +67,11 @@ class Plan:
     command_timeout: float = 60.0
     restore: bool = False
     backend: str = "local"
-    prior: dict[str, list[int]] = field(default_factory=dict)
-    """Termination steps per model label from a prior run (else this run's single-model episodes)."""
+    prior: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Single-model runs per model label from a prior run, ``{"instance", "steps", "resolved"}``
+    each (else this run's single-model episodes): the percentiles' termination steps."""
+    bucket: str | None = None
+    """Take percentiles within difficulty buckets (:data:`impasse.handoff.metrics.BUCKETS`)."""
 
 
 def run_plan(plan: Plan, out: Path, prices: dict[str, Any], on_row: Callable[[dict], None] = lambda r: None) -> list[dict]:
@@ -90,11 +93,12 @@ def run_plan(plan: Plan, out: Path, prices: dict[str, Any], on_row: Callable[[di
                 record(_episode(rd, plan, prices, inst, cond, side, None, None, "alone:" + side.label, None))
     for direction in plan.directions:
         pre, suf = (plan.lc, plan.hc) if direction == "escalation" else (plan.hc, plan.lc)
-        steps = plan.prior.get(pre.label) or [r["steps"] for r in rows if r["strategy"] == "alone:" + pre.label]
+        runs = plan.prior.get(pre.label) or [r for r in rows if r["strategy"] == "alone:" + pre.label]
         for sw in plan.switches:
-            k_step = _k_step(sw, steps)
+            k_steps = switch_steps(sw, runs, plan.bucket)
             for inst in plan.tasks:
                 for cond in plan.conditions:
+                    k_step = _k_of(k_steps, f"{inst.instance_id}@{cond}", pre.label)
                     for iface in plan.interfaces:
                         record(_episode(rd, plan, prices, inst, cond, pre, suf, iface, f"{direction}:{iface}",
                                         (sw, k_step)))
@@ -104,14 +108,42 @@ def run_plan(plan: Plan, out: Path, prices: dict[str, Any], on_row: Callable[[di
     return rows
 
 
-def _k_step(sw: str, steps: list[int]) -> int | None:
+def switch_steps(sw: str, runs: list[dict[str, Any]], bucket: str | None = None) -> int | dict[str, int] | None:
+    """The step a switch point means (pure): None at 'escalation', the step itself for a fixed K,
+    and for a percentile the step per instance (one K for all unless ``bucket`` splits them)."""
     if sw == "escalation":
         return None
     if sw.startswith("p") and sw[1:].isdigit():
-        return percentile_steps(steps, [int(sw[1:])])[int(sw[1:])]
+        if bucket is None:  # one K for every instance, those absent from a prior run included
+            return percentile_steps([r["steps"] for r in runs], [int(sw[1:])])[int(sw[1:])]
+        return bucket_percentile_steps(runs, int(sw[1:]), bucket)
     if sw.isdigit() and int(sw) > 0:
         return int(sw)
     raise ValueError(f"switch point {sw!r}: use a step (e.g. 5), a percentile (p5, p10, ... p50) or 'escalation'")
+
+
+def unbucketed(plan: Plan) -> list[str]:
+    """Instances a bucketed percentile cannot place: the prior run has runs of the prefix model
+    but none on them (pure; checked before any episode runs)."""
+    if plan.bucket is None or not any(sw.startswith("p") for sw in plan.switches):
+        return []
+    out = []
+    for direction in plan.directions:
+        label = (plan.lc if direction == "escalation" else plan.hc).label
+        known = {r["instance"] for r in plan.prior.get(label, [])}
+        if known:
+            out += [f"{i.instance_id}@{c} ({label})" for i in plan.tasks for c in plan.conditions
+                    if f"{i.instance_id}@{c}" not in known]
+    return out
+
+
+def _k_of(k_steps: int | dict[str, int] | None, instance: str, label: str) -> int | None:
+    if not isinstance(k_steps, dict):
+        return k_steps
+    if instance not in k_steps:
+        raise ValueError(f"{instance}: no single-model run of {label} in the prior run, so it has no difficulty "
+                         "bucket; run it alone first, or leave --buckets out")
+    return k_steps[instance]
 
 
 def _episode(rd: Any, plan: Plan, prices: dict, inst: Any, cond: str, pre: Side, suf: Side | None,
@@ -124,7 +156,8 @@ def _episode(rd: Any, plan: Plan, prices: dict, inst: Any, cond: str, pre: Side,
     from impasse.suites.blockers import SUITE, RestoreAfterEscalation
 
     k = switch[0] if switch else None
-    eid = slug(f"{strategy}__{k or 'full'}__{cond}__{inst.instance_id}".replace("/", "-"))
+    kb = f"{k}-{plan.bucket}" if k and k.startswith("p") and plan.bucket else k  # a bucketed pK is another switch
+    eid = slug(f"{strategy}__{kb or 'full'}__{cond}__{inst.instance_id}".replace("/", "-"))
     path = rd.trajectory(eid)
     prior = None
     if path.exists():
@@ -141,7 +174,8 @@ def _episode(rd: Any, plan: Plan, prices: dict, inst: Any, cond: str, pre: Side,
     parts.model = pre.make(inst)
     parts.header.update(agent=pre.label, agent_kind=parts.model.kind, strategy=strategy, k=k,
                         k_step=switch[1] if switch else None, prefix=pre.label, suffix=suf.label if suf else None,
-                        interface=iface or "alone", handoff_interface=iface, restore=plan.restore)
+                        interface=iface or "alone", handoff_interface=iface, restore=plan.restore,
+                        k_bucket=plan.bucket if kb != k else None)
     handlers: list[Any] = []
     if suf is not None:
         handlers.append(HandoffHandler(iface, suf.make(inst), at_escalation=k == "escalation", restore=plan.restore))
@@ -211,8 +245,9 @@ def controls(rows: list[dict], plan: Plan) -> list[dict]:
     return out
 
 
-def prior_steps(run_dir: Path) -> dict[str, list[int]]:
-    """Termination steps per agent label from a prior run's trajectories (single-model episodes)."""
+def prior_steps(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Single-model runs per agent label from a prior run's trajectories: instance
+    (``id@condition``), termination step and outcome (what percentiles and buckets need)."""
     from impasse.store.rundir import RunDir
     from impasse.store.trajectory import read_trajectory
 
@@ -224,5 +259,8 @@ def prior_steps(run_dir: Path) -> dict[str, list[int]]:
     for p in paths:
         t = read_trajectory(p)
         if t.complete and not t.of_type("handoff"):
-            out.setdefault(t.header.get("prefix") or t.header["agent"], []).append(max([s.index for s in t.steps], default=0))
+            out.setdefault(t.header.get("prefix") or t.header["agent"], []).append({
+                "instance": f"{t.header['instance_id']}@{t.header['condition']}",
+                "steps": max([s.index for s in t.steps], default=0),
+                "resolved": bool((t.grade or {}).get("resolved"))})
     return out

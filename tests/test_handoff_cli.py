@@ -1,0 +1,69 @@
+"""Difficulty buckets end to end (the CLI option, the runner's per-instance K) and the reference
+profiles' reading depth."""
+
+from typer.testing import CliRunner
+
+from impasse.cli import app
+from impasse.handoff.reference import Strong, Weak, defect_line
+
+
+def test_unknown_bucket_is_named_with_the_choices(glom_task, tmp_path):
+    res = CliRunner().invoke(app, ["handoff", "--tasks", glom_task.instance_id, "--buckets", "size",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code != 0
+    assert "--buckets 'size'" in res.output and "outcome" in res.output
+    assert not (tmp_path / "episodes").exists()  # refused before any episode ran
+
+
+def test_reading_steps_follow_the_defect_position(glom_task):
+    line = defect_line(glom_task.patch)
+    assert line > 1 and f"@@ -{line}," in glom_task.patch
+    weak, strong = Weak(glom_task), Strong(glom_task)
+    # weak: 300-line chunks from the top (1..4); strong: 1000-line chunks after the first (0..2)
+    assert weak.slow_steps == max(1, min(4, -(-line // 300)))
+    assert strong.slow_steps == max(0, min(2, -(-line // 1000) - 1))
+    deep = glom_task.model_copy(update={"patch": glom_task.patch.replace(f"@@ -{line},", "@@ -2153,", 1)})
+    assert (Weak(deep).slow_steps, Strong(deep).slow_steps) == (4, 2)
+    shallow = glom_task.model_copy(update={"patch": glom_task.patch.replace(f"@@ -{line},", "@@ -83,", 1)})
+    assert (Weak(shallow).slow_steps, Strong(shallow).slow_steps) == (1, 0)
+
+
+def test_bucketed_percentile_switches_at_the_buckets_step(glom_task, tmp_path):
+    """Prior runs of the weak model: two solved tasks ending at 3 and 4, this (unsolved) one at 9.
+    Pooled p50 would be 4; within the 'unsolved' bucket it is 9, and the episode switches there."""
+    from impasse.handoff.metrics import load_prices
+    from impasse.handoff.runner import Plan, Side, run_plan
+
+    me = f"{glom_task.instance_id}@clean"
+    prior = {"reference/weak": [{"instance": me, "steps": 9, "resolved": False},
+                                {"instance": "x@clean", "steps": 3, "resolved": True},
+                                {"instance": "y@clean", "steps": 4, "resolved": True}]}
+    plan = Plan(Side("reference:weak"), Side("reference:strong"), ["traj_drop"], ["p50"], ["escalation"],
+                [glom_task], ["clean"], step_limit=30, prior=prior, bucket="outcome")
+    rows = run_plan(plan, tmp_path, load_prices())
+    (row,) = [r for r in rows if r["strategy"] == "escalation:traj_drop"]
+    assert row["k"] == "p50" and row["k_step"] == 9 and "p50-outcome" in row["episode_id"]
+    from impasse.store.trajectory import read_trajectory
+
+    traj = read_trajectory(tmp_path / "episodes" / f"{row['episode_id']}.jsonl")
+    assert traj.header["k_bucket"] == "outcome"
+    weak_alone = next(r for r in rows if r["strategy"] == "alone:reference/weak")
+    # the weak model's own run here outlasts K (6 steps + 4 reading chunks: the defect is past line 900)
+    assert weak_alone["steps"] == 6 + Weak(glom_task).slow_steps > 9
+    assert row["switched"] and traj.of_type("handoff")[0]["at_step"] == 9
+
+
+def test_an_instance_without_a_prior_run_has_no_bucket():
+    from types import SimpleNamespace
+
+    from impasse.handoff.runner import Plan, Side, unbucketed
+
+    tasks = [SimpleNamespace(instance_id="a"), SimpleNamespace(instance_id="b")]
+    prior = {"reference/weak": [{"instance": "a@clean", "steps": 5, "resolved": True}]}
+    plan = Plan(Side("reference:weak"), Side("reference:strong"), ["raw"], ["p50"], ["escalation"], tasks,
+                ["clean"], prior=prior, bucket="outcome")
+    assert unbucketed(plan) == ["b@clean (reference/weak)"]
+    plan.bucket = None  # unbucketed percentiles pool every prior run: nothing to place
+    assert unbucketed(plan) == []
+    plan.bucket, plan.switches = "outcome", ["3"]  # no percentile switch: buckets unused
+    assert unbucketed(plan) == []

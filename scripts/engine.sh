@@ -46,6 +46,9 @@ CONFEOF
 mv "$CONF.tmp" "$CONF"
 
 rm -f "$SOCK"
+# conmon writes files such as `oom` (a process was OOM-killed) into its working directory, which it
+# inherits from the service: give the service its own, never the caller's checkout.
+mkdir -p /run/impasse-engine && cd /run/impasse-engine
 CONTAINERS_CONF="$CONF" nohup setsid podman --runtime runc --cgroup-manager cgroupfs \
   system service --time=0 "unix://$SOCK" >"$LOG" 2>&1 < /dev/null &
 echo $! > /run/impasse-podman.pid

@@ -71,6 +71,21 @@ def test_files_diff_and_agent_permissions(episode, glom_task):
     assert episode.diff() == ""
 
 
+def test_a_denied_write_always_shows_the_shells_error(episode):
+    """A command that exits before reading its input still reports its own error text: input is
+    staged as a file (podman's attach dropped the stderr of such commands now and then under load,
+    which made edit_file say "exit 1" where the local backend says "Permission denied")."""
+    episode.root_exec("install -o root -m 444 /dev/null /workspace/repo/LOCKED.txt")
+    body = "x = 1\n" * 6000
+    for _ in range(15):
+        with pytest.raises(OSError) as denied:
+            episode.write_file("/workspace/repo/LOCKED.txt", body)
+        assert str(denied.value) == "bash: line 1: /workspace/repo/LOCKED.txt: Permission denied"
+    assert episode.exec("wc -c", stdin=b"abc").stdout == "3\n"
+    assert episode.exec("ls -A /.impasse-in").stdout == ""  # each staged input is gone after its command
+    episode.root_exec("rm -f /workspace/repo/LOCKED.txt")
+
+
 def test_containment(episode):
     net = episode.exec("python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'")
     assert "Network is unreachable" in net.output

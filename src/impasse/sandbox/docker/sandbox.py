@@ -18,6 +18,7 @@ container's pid namespace) removes background leftovers, as the local backend do
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import select
@@ -53,6 +54,9 @@ _ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "
 
 # Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
 # is the engine's, not the command's (Docker prints nothing), and names the engine's own fds.
+STDIN_DIR = "/.impasse-in"
+"""Where a command's input is staged (see ``DockerSandbox._stage_stdin``); one per uid is enough:
+the agent and root never stage at once in one container."""
 _ATTACH_NOISE = re.compile(r"^Error: (read|write) unixpacket \S+attach: (read|write): connection reset by peer\n?\Z",
                            re.M)
 
@@ -166,11 +170,33 @@ class DockerSandbox:
         if cwd or env:
             exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
             cmd = f"{exports}cd {shlex.quote(cwd or self.workdir)} && {{ {cmd}\n}}"
+        if stdin is not None:
+            staged = self._stage_stdin(stdin, AGENT_UID if user == "agent" else 0)
+            cmd = f"exec 0<{staged}; rm -f -- {staged}; {{ {cmd}\n}}"
         wrapped = ["sh", "-c", _WRAP.format(prefix=prefix, t=int(timeout) + 5), "sh", cmd]
-        result = self._stream(wrapped, uid, timeout, stdin, output_limit or self.limits.output_keep_bytes)
+        result = self._stream(wrapped, uid, timeout, None, output_limit or self.limits.output_keep_bytes)
         for fault in list(self.faults):
             fault.after_exec(self, result)
         return result
+
+    def _stage_stdin(self, data: bytes, uid: int) -> str:
+        """Put ``data`` in a file only ``uid`` can read (on the container's root filesystem, not a
+        sized tmpfs) and return its path; the command reads it as stdin and removes it. Why not
+        the exec's attached stdin: when the command exits before reading it (``cat > f`` on a
+        file it may not write), podman's attach drops the command's own stderr, so the agent
+        would see "exit 1" instead of "Permission denied" (the local backend shows the text)."""
+        name = f"{STDIN_DIR}/in-{os.urandom(8).hex()}"
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            d = tarfile.TarInfo(STDIN_DIR.lstrip("/"))
+            d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
+            tar.addfile(d)
+            f = tarfile.TarInfo(name.lstrip("/"))
+            f.size, f.mode, f.uid, f.gid = len(data), 0o400, uid, uid
+            tar.addfile(f, io.BytesIO(data))
+        if not self.container.put_archive("/", buf.getvalue()):
+            raise SandboxError("the engine refused to copy a command's input into the container")
+        return name
 
     def _kill_agent(self) -> None:
         self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")

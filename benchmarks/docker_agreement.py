@@ -93,11 +93,21 @@ def report_of(run_dir: Path) -> Path:
     return path
 
 
+def finished(episode: dict) -> bool:
+    """The episode's trajectory ends with its final event (a run still going, or stopped, has
+    unfinished ones: they count as missing, not as disagreeing)."""
+    path = Path(episode.get("trajectory") or "")
+    if not path.is_file():
+        return False
+    lines = path.read_text().strip().splitlines()
+    return bool(lines) and json.loads(lines[-1]).get("type") == "final"
+
+
 def agreement(local: dict, docker: dict, wanted: set[str]) -> tuple[int, dict[str, int], list[str]]:
     """(episodes compared, agreeing episodes per field, every disagreement) over ``wanted`` ids
     that both reports hold."""
     def only(rep: dict) -> dict:
-        return {**rep, "episodes": [e for e in rep["episodes"] if e["episode_id"] in wanted]}
+        return {**rep, "episodes": [e for e in rep["episodes"] if e["episode_id"] in wanted and finished(e)]}
 
     a, b = only(local), only(docker)
     both = {e["episode_id"] for e in a["episodes"]} & {e["episode_id"] for e in b["episodes"]}
@@ -144,7 +154,7 @@ def main() -> int:
     for f, ok in per_field.items():
         print(f"  {f:<14} {ok}/{n} agree")
     if n < len(wanted):
-        print(f"  {len(wanted) - n} planned episodes missing from a report (an unfinished run: --out to resume it)")
+        print(f"  {len(wanted) - n} planned episodes unfinished or missing in a run (--out resumes an unfinished one)")
     for d in diffs:
         print("  disagreement " + d)
     return 1 if diffs or n < len(wanted) else 0

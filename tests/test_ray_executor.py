@@ -142,7 +142,8 @@ def test_a_fresh_node_builds_the_image_once_and_runs_its_episodes(ray_cluster, g
     node_cache.mkdir()
     fresh = cluster.add_node(num_cpus=2, memory=5 * 2**30, resources={"fresh_node": 2},
                              env_vars={"IMPASSE_CACHE": str(node_cache)})
-    cluster.wait_for_nodes()
+    # Wait for this node only: a node killed by another test may still count as registered.
+    assert _wait(lambda: fresh.node_id in cluster.global_state._live_node_ids(), 60), "the fresh node did not join"
     run_dir = tmp_path / "run"
     try:
         done = subprocess.run(

@@ -139,19 +139,41 @@ def _holder(name, work):
 
 
 def fill(name, mounts):
-    """Shrink each tmpfs to what it holds now: the next write finds no space (df: 100%)."""
+    """Shrink each tmpfs to what it holds now: the next write finds no space (df: 100%). A tmpfs
+    cannot be sized 0 (that means unlimited), so an empty one first gets one page held by a
+    root process through an unlinked file: nothing to see in it, yet no byte more fits (as on
+    the local backend, creating an empty file still works and writing to it fails)."""
+    empty = [m for m in mounts if _used(m) == 0]
+    if empty:
+        _holder(f"{name}-pages", lambda: [_hidden_page(m) for m in empty])
     sizes = {}
     for m in mounts:
         vfs = os.statvfs(m)
         sizes[m] = vfs.f_blocks * vfs.f_frsize
-        used = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
-        subprocess.run(["mount", "-o", f"remount,size={max(used, 4096)}", m], check=True)
+        subprocess.run(["mount", "-o", f"remount,size={max(_used(m), PAGE)}", m], check=True)
     _save(name, sizes)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _used(mount):
+    vfs = os.statvfs(mount)
+    return (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
+
+
+def _hidden_page(mount):
+    path = os.path.join(mount, f".impasse-fill-{os.getpid()}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.write(fd, b"\0" * PAGE)
+    os.unlink(path)
+    return fd
 
 
 def unfill(name):
     for m, size in (_load(name) or {}).items():
         subprocess.run(["mount", "-o", f"remount,size={size}", m], check=True)
+    release(f"{name}-pages")
     _save(name, {})
 
 

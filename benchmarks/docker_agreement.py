@@ -8,6 +8,7 @@ both runs hold agree, then every disagreement with its episode id.
 
     python benchmarks/docker_agreement.py                          # the whole main-job plan, both backends
     python benchmarks/docker_agreement.py --local-run runs/latest  # reuse a local run of the plan
+    python benchmarks/docker_agreement.py --local-run A --local-run B --docker-run C --docker-run D  # parts
     python benchmarks/docker_agreement.py --limit 1 --agents escalator,oracle   # a subset of the plan
 
 Needs root for the local backend, a Docker-API engine (``scripts/engine.sh``) and the default
@@ -85,29 +86,34 @@ def run_backend(backend: str, specs: list[Any], out: Path, jobs: int) -> tuple[P
 
 
 def report_of(run_dir: Path) -> Path:
+    """The run's report.json, written now, holding only the episodes finished before it was
+    written (an unfinished run is still going or was stopped: its unfinished episodes count as
+    missing, not as disagreeing)."""
+    done = {p.stem for p in (run_dir / "episodes").glob("*.jsonl") if finished(p)}
     path = run_dir / "report.json"
     proc = subprocess.run([sys.executable, "-m", "impasse.cli", "report", str(run_dir), "--json", str(path)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.exit(f"impasse report {run_dir} failed:\n{proc.stderr[-2000:]}")
+    report = json.loads(path.read_text())
+    path.write_text(json.dumps({**report, "episodes": [e for e in report["episodes"] if e["episode_id"] in done]}))
     return path
 
 
-def finished(episode: dict) -> bool:
-    """The episode's trajectory ends with its final event (a run still going, or stopped, has
-    unfinished ones: they count as missing, not as disagreeing)."""
-    path = Path(episode.get("trajectory") or "")
-    if not path.is_file():
-        return False
+def finished(path: Path) -> bool:
+    """The trajectory ends with its final event."""
     lines = path.read_text().strip().splitlines()
-    return bool(lines) and json.loads(lines[-1]).get("type") == "final"
+    try:
+        return bool(lines) and json.loads(lines[-1]).get("type") == "final"
+    except json.JSONDecodeError:  # a torn last line: the episode is still being written
+        return False
 
 
 def agreement(local: dict, docker: dict, wanted: set[str]) -> tuple[int, dict[str, int], list[str]]:
     """(episodes compared, agreeing episodes per field, every disagreement) over ``wanted`` ids
     that both reports hold."""
     def only(rep: dict) -> dict:
-        return {**rep, "episodes": [e for e in rep["episodes"] if e["episode_id"] in wanted and finished(e)]}
+        return {**rep, "episodes": [e for e in rep["episodes"] if e["episode_id"] in wanted]}
 
     a, b = only(local), only(docker)
     both = {e["episode_id"] for e in a["episodes"]} & {e["episode_id"] for e in b["episodes"]}
@@ -120,16 +126,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / f"agreement-{time.strftime('%Y%m%d-%H%M%S')}",
                     help="where the two runs go (OUT/local, OUT/docker); an existing one is resumed")
-    ap.add_argument("--local-run", type=Path, help="an existing local run of the plan (not rerun)")
-    ap.add_argument("--docker-run", type=Path, help="an existing Docker run of the plan (not rerun)")
+    ap.add_argument("--local-run", type=Path, action="append",
+                    help="an existing local run of (part of) the plan, not rerun; repeatable")
+    ap.add_argument("--docker-run", type=Path, action="append",
+                    help="an existing Docker run of (part of) the plan, not rerun; repeatable")
     ap.add_argument("--limit", type=int, help="only the plan's first N tasks")
     ap.add_argument("--conditions", help="only these conditions (comma-separated)")
     ap.add_argument("--interfaces", help="only these interfaces (comma-separated)")
     ap.add_argument("--agents", help="only these reference agents (comma-separated)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
-    for p in (args.local_run, args.docker_run):
-        if p is not None and not (p / "manifest.json").exists():
+    for p in [*(args.local_run or []), *(args.docker_run or [])]:
+        if not (p / "manifest.json").exists():
             print(f"{p} is not a run directory (no manifest.json)", file=sys.stderr)
             return 2
     specs = select(main_job_plan(args.limit), args.conditions, args.interfaces, args.agents)
@@ -142,8 +150,8 @@ def main() -> int:
           f"{len({s.agent for s in specs})} agents")
     reports, took = {}, {}
     for backend, given in (("local", args.local_run), ("docker", args.docker_run)):
-        if given is not None:
-            reports[backend] = json.loads(report_of(given).read_text())
+        if given:
+            reports[backend] = {"episodes": [e for run in given for e in json.loads(report_of(run).read_text())["episodes"]]}
             continue
         path, took[backend] = run_backend(backend, specs, args.out / backend, args.jobs)
         reports[backend] = json.loads(path.read_text())

@@ -86,6 +86,21 @@ def test_a_denied_write_always_shows_the_shells_error(episode):
     episode.root_exec("rm -f /workspace/repo/LOCKED.txt")
 
 
+def test_a_sweep_from_another_cache_leaves_live_episodes_alone(dbackend, tmp_path):
+    """Harnesses with different caches (hence lease directories) share one engine: a sweep run
+    with another cache must not take this process's live episode for a dead one."""
+    import os
+    import subprocess
+    import sys
+
+    with dbackend.create([]) as sb:
+        sweep = subprocess.run([sys.executable, "-c", "from impasse.sandbox.docker.sandbox import DockerBackend; "
+                                "print(DockerBackend().sweep())"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "IMPASSE_CACHE": str(tmp_path / "another-cache")})
+        assert sweep.returncode == 0, sweep.stderr
+        assert sb.exec("echo alive").stdout == "alive\n"
+
+
 def test_containment(episode):
     net = episode.exec("python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'")
     assert "Network is unreachable" in net.output

@@ -114,7 +114,7 @@ class DockerSandbox:
             tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
                    "/var/tmp": f"size={disk},mode=1777,exec",
                    AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
-            ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name}, environment=AGENT_ENV)
+            ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name, "impasse.leases": str(lease_root())}, environment=AGENT_ENV)
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
                        f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
@@ -422,12 +422,16 @@ class DockerBackend:
 
     def sweep(self) -> int:
         """Remove episode containers whose owner is provably gone (its lease can be taken), and
-        never one that another live process owns. Episodes of harnesses on *other* hosts sharing
-        this engine are not visible here: their leases live on their own machines."""
+        never one that another live process owns, whichever cache it uses: each container names
+        its lease directory (label ``impasse.leases``). Episodes of harnesses on *other* hosts
+        sharing this engine are left alone: their lease directories are not on this machine."""
         gone = 0
         for c in self.client.containers.list(all=True, filters={"label": "impasse.episode"}):
             name = c.labels.get("impasse.episode", "")
-            with leases.claim_if_dead(lease_root(), name) as dead:
+            root = Path(c.labels.get("impasse.leases") or lease_root())
+            if not root.is_dir():
+                continue
+            with leases.claim_if_dead(root, name) as dead:
                 if dead:
                     with contextlib.suppress(Exception):
                         c.remove(force=True, v=True)

@@ -177,6 +177,32 @@ def unfill(name):
     _save(name, {})
 
 
+def freeze(name, mount):
+    """Put an overlay over ``mount`` whose upper layer is full, as the local backend's episode
+    overlay is: changing any file already there needs a copy-up, which fails with ENOSPC (a
+    plain shrunk tmpfs would let a file be rewritten within its own pages)."""
+    vfs = os.statvfs(mount)
+    upper = f"{STATE}/{name}-upper"
+    os.makedirs(upper, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={PAGE},mode=755", "none", upper], check=True)
+    os.makedirs(f"{upper}/u", mode=0o755)
+    os.makedirs(f"{upper}/w", mode=0o755)
+    _holder(f"{name}-upper", lambda: [_hidden_page(upper)])
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir={mount},upperdir={upper}/u,workdir={upper}/w", mount], check=True)
+    _save(f"{name}-upper", [upper, vfs.f_blocks * vfs.f_frsize])
+
+
+def unfreeze(name):
+    """Give the overlay's upper layer the workspace's own size: writes work again, and what the
+    agent changes from now on lands there (the patch is read through the overlay)."""
+    upper, size = _load(f"{name}-upper") or [None, 0]
+    if upper:
+        subprocess.run(["mount", "-o", f"remount,size={size}", upper], check=True)
+        release(f"{name}-upper")
+    _save(f"{name}-upper", [None, 0])
+
+
 def busy(name, files):
     _holder(name, lambda: [os.open(f, os.O_WRONLY) for f in files])
 
@@ -241,6 +267,10 @@ def main(argv):
         fill(rest[0], rest[1:])
     elif cmd == "unfill":
         unfill(rest[0])
+    elif cmd == "freeze":
+        freeze(rest[0], rest[1])
+    elif cmd == "unfreeze":
+        unfreeze(rest[0])
     elif cmd == "busy":
         busy(rest[0], rest[1:])
     elif cmd == "release":

@@ -143,10 +143,12 @@ CASES = {
     "broken_site_packages": ("python -c 'import pytest'; ls -ld {site}", r"No module named 'pytest'|drwx------ +\d+ root root",
                              "python -c 'import pytest'"),
     "read_only_fs": ("touch x; grep ' /workspace ' /proc/mounts", r"Read-only file system|/workspace tmpfs ro,", "touch x"),
-    # /tmp is empty: even a few bytes must not fit there (as on the local backend)
-    "disk_full": ("head -c 1048576 /dev/zero > big; echo x > /tmp/small; df /workspace /tmp",
-                  r"No space left on device|echo: write error: No space left on device|100% /workspace|100% /tmp",
-                  "head -c 1048576 /dev/zero > big && rm big && echo x > /tmp/small"),
+    # /tmp is empty: even a few bytes must not fit there; a source file cannot even be appended
+    # to, though its last page has room (as on the local backend: its overlay needs a copy-up)
+    "disk_full": ("head -c 1048576 /dev/zero > big; echo x > /tmp/small; echo '#' >> {target}; df /workspace /tmp",
+                  r"No space left on device|echo: write error: No space left on device|\.py: No space left on device"
+                  r"|100% /workspace|100% /tmp",
+                  "head -c 1048576 /dev/zero > big && rm big && echo x > /tmp/small && echo '#' >> {target}"),
     "missing_dependency": ("python -c 'import glom'", r"ModuleNotFoundError: No module named", "python -c 'import glom'"),
     "exec_unavailable": ("echo ok", r"setpriv: failed to execute bash: Permission denied", "echo ok"),
     "test_killed": ("python -m pytest -q -x -p no:cacheprovider", r"Killed", "python -m pytest -q -x -p no:cacheprovider --co"),

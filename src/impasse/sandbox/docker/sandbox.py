@@ -254,6 +254,8 @@ class DockerSandbox:
     # ------------------------------------------------------------------ files
     def read_file(self, path: str, as_agent: bool = True) -> str:
         if not as_agent:
+            if (copied := self._harness_copy(path)) is not None:
+                return copied
             code, out = self.root_exec(f"cat -- {shlex.quote(path)}", check=False)
             if code != 0:
                 raise FileAccessError(out.strip() or f"cannot read {path}")
@@ -264,6 +266,23 @@ class DockerSandbox:
         if res.exit_code != 0:
             raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
         return res.stdout
+
+    def _harness_copy(self, path: str) -> str | None:
+        """A regular file's content copied out through the API (``get_archive``), not through an
+        exec's attached output, which podman now and then cuts short under load (edit_file's
+        read-back then saw a saved edit as lost). None for anything but a regular file."""
+        import docker.errors
+
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileAccessError(f"{path}: No such file or directory") from None
+        with tarfile.open(fileobj=_IterReader(stream), mode="r|") as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            fh = tar.extractfile(member)
+            return fh.read().decode(errors="replace") if fh is not None else None
 
     def write_file(self, path: str, content: str) -> None:
         res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())

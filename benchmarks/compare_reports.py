@@ -30,8 +30,17 @@ def differences(before: dict[str, Any], after: dict[str, Any], fields: tuple[str
     for eid in sorted(set(a) & set(b)):
         for f in fields:
             if a[eid].get(f) != b[eid].get(f):
-                out.append(f"{eid}: {f}: {a[eid].get(f)!r} -> {b[eid].get(f)!r}")
+                out.append(f"{eid}: {f}: {change(a[eid].get(f), b[eid].get(f))}")
     return out
+
+
+def change(old: Any, new: Any) -> str:
+    """``old -> new``; for two lists (e.g. unsafe actions) only what one has and the other lacks."""
+    if isinstance(old, list) and isinstance(new, list):
+        gone = [x for x in old if x not in new]
+        added = [x for x in new if x not in old]
+        return f"only before {gone!r}; only after {added!r}"
+    return f"{old!r} -> {new!r}"
 
 
 def main() -> int:

@@ -71,6 +71,36 @@ def test_files_diff_and_agent_permissions(episode, glom_task):
     assert episode.diff() == ""
 
 
+def test_a_denied_write_always_shows_the_shells_error(episode):
+    """A command that exits before reading its input still reports its own error text: input is
+    staged as a file (podman's attach dropped the stderr of such commands now and then under load,
+    which made edit_file say "exit 1" where the local backend says "Permission denied")."""
+    episode.root_exec("install -o root -m 444 /dev/null /workspace/repo/LOCKED.txt")
+    body = "x = 1\n" * 6000
+    for _ in range(15):
+        with pytest.raises(OSError) as denied:
+            episode.write_file("/workspace/repo/LOCKED.txt", body)
+        assert str(denied.value) == "bash: line 1: /workspace/repo/LOCKED.txt: Permission denied"
+    assert episode.exec("wc -c", stdin=b"abc").stdout == "3\n"
+    assert episode.exec("ls -A /.impasse-in").stdout == ""  # each staged input is gone after its command
+    episode.root_exec("rm -f /workspace/repo/LOCKED.txt")
+
+
+def test_a_sweep_from_another_cache_leaves_live_episodes_alone(dbackend, tmp_path):
+    """Harnesses with different caches (hence lease directories) share one engine: a sweep run
+    with another cache must not take this process's live episode for a dead one."""
+    import os
+    import subprocess
+    import sys
+
+    with dbackend.create([]) as sb:
+        sweep = subprocess.run([sys.executable, "-c", "from impasse.sandbox.docker.sandbox import DockerBackend; "
+                                "print(DockerBackend().sweep())"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "IMPASSE_CACHE": str(tmp_path / "another-cache")})
+        assert sweep.returncode == 0, sweep.stderr
+        assert sb.exec("echo alive").stdout == "alive\n"
+
+
 def test_containment(episode):
     net = episode.exec("python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'")
     assert "Network is unreachable" in net.output
@@ -113,8 +143,12 @@ CASES = {
     "broken_site_packages": ("python -c 'import pytest'; ls -ld {site}", r"No module named 'pytest'|drwx------ +\d+ root root",
                              "python -c 'import pytest'"),
     "read_only_fs": ("touch x; grep ' /workspace ' /proc/mounts", r"Read-only file system|/workspace tmpfs ro,", "touch x"),
-    "disk_full": ("head -c 1048576 /dev/zero > big; df /workspace /tmp", r"No space left on device|100% /workspace",
-                  "head -c 1048576 /dev/zero > big && rm big"),
+    # /tmp is empty: even a few bytes must not fit there; a source file cannot even be appended
+    # to, though its last page has room (as on the local backend: its overlay needs a copy-up)
+    "disk_full": ("head -c 1048576 /dev/zero > big; echo x > /tmp/small; echo '#' >> {target}; df /workspace /tmp",
+                  r"No space left on device|echo: write error: No space left on device|\.py: No space left on device"
+                  r"|100% /workspace|100% /tmp",
+                  "head -c 1048576 /dev/zero > big && rm big && echo x > /tmp/small && echo '#' >> {target}"),
     "missing_dependency": ("python -c 'import glom'", r"ModuleNotFoundError: No module named", "python -c 'import glom'"),
     "exec_unavailable": ("echo ok", r"setpriv: failed to execute bash: Permission denied", "echo ok"),
     "test_killed": ("python -m pytest -q -x -p no:cacheprovider", r"Killed", "python -m pytest -q -x -p no:cacheprovider --co"),

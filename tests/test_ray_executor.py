@@ -131,3 +131,60 @@ def test_a_node_without_the_image_copies_the_pinned_build_from_the_shared_cache(
     got = load_image(glom_task.image)
     assert got is not None and got.ref == want.ref and got.dir.is_relative_to(tmp_path)
     assert (got.layer / "workspace" / "repo").is_dir()
+
+
+def test_a_fresh_node_builds_the_image_once_and_runs_its_episodes(ray_cluster, glom_task, tmp_path):
+    """A worker node whose own cache is empty (no image, no sdist, no base): the first episode
+    builds the task image there on demand, the second (running at the same time on the same node)
+    waits on the build lock and reuses it; both episodes run to the end."""
+    cluster, _ = ray_cluster
+    node_cache = tmp_path / "fresh-node-cache"
+    node_cache.mkdir()
+    fresh = cluster.add_node(num_cpus=2, memory=5 * 2**30, resources={"fresh_node": 2},
+                             env_vars={"IMPASSE_CACHE": str(node_cache)})
+    # Wait for this node only: a node killed by another test may still count as registered.
+    assert _wait(lambda: fresh.node_id in cluster.global_state._live_node_ids(), 60), "the fresh node did not join"
+    run_dir = tmp_path / "run"
+    try:
+        done = subprocess.run(
+            IMPASSE + ["run", "--tasks", glom_task.instance_id, "--conditions", "read_only_source", "--interfaces", "tool,monitor",
+                       "--agent", "escalator", "--executor", "ray", "--ray-address", cluster.address,
+                       "--executor-option", 'resources={"fresh_node": 1}', "--executor-option",
+                       "memory_gb_per_episode=1", "--out", str(run_dir)],
+            capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        cluster.remove_node(fresh)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(summary) == 2 and {r["interface"] for r in summary} == {"tool", "monitor"}
+    assert all(r["ending"] == "escalated" for r in summary), summary
+    for lines in recorded(run_dir).values():
+        assert '"type": "final"' in lines[-1] and sum('"type": "step"' in x for x in lines) >= 1
+
+    key, _, pinned_build = glom_task.image.partition("@")
+    builds = [p.name for p in (node_cache / "images" / key).iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+    assert len(builds) == 1, f"the node built the image {len(builds)} times: {builds}"
+    # Both episodes ran on that node, on its build: its instance layer and the run's shadow are there.
+    assert list((node_cache / "layers").glob(f"{glom_task.instance_id}@{builds[0]}")), "no episode ran on the node"
+    if builds[0] != pinned_build:  # builds are not bit-reproducible: the node records what it ran instead
+        (alias_file,) = (node_cache / "ray-runs").glob("*/image-aliases.json")
+        assert json.loads(alias_file.read_text()) == {glom_task.image: f"{key}@{builds[0]}"}
+
+
+def test_a_node_build_stands_in_for_the_pinned_one_only_with_the_same_installed_files(glom_task, tmp_path,
+                                                                                       monkeypatch):
+    from impasse.run.ray import ensure_image, pinned_facts
+    from impasse.tasks.image import load_image
+
+    shared = Path(os.environ["IMPASSE_CACHE"])
+    pinned = load_image(glom_task.image)
+    key = glom_task.image.partition("@")[0]
+    monkeypatch.setenv("IMPASSE_CACHE", str(tmp_path / "node-cache"))
+    # The node's own current build of the package (here: a copy of the shared one).
+    ensure_image(key, glom_task.package, glom_task.package_version, "default", str(shared))
+    absent = f"{key}@{'0' * 16}"  # a pinned build this node has never seen
+    facts = pinned_facts(pinned)
+    other = {**facts, "freeze": [*facts["freeze"], "boltons==0.0.1"]}
+    with pytest.raises(FileNotFoundError, match="different build"):
+        ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, other)
+    assert ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, facts) == pinned.ref

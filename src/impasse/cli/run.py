@@ -45,6 +45,9 @@ def run_cmd(
     backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
     executor: Annotated[str, typer.Option(help="How episodes run: local (process pool), ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address for --executor ray")] = None,
+    executor_option: Annotated[list[str] | None, typer.Option(help="KEY=VALUE executor setting (VALUE as JSON if it "
+                                                                   "parses), repeatable: e.g. cpus_per_episode=2, "
+                                                                   "image_cache=/nfs/impasse, resources='{\"impasse\": 1}'")] = None,
     max_cost: Annotated[str | None, typer.Option(help="USD ceiling for the run and/or per model: '5' or "
                                                       "'5,MODEL=2'; reached -> the run pauses (exit 3)")] = None,
     max_tokens: Annotated[str | None, typer.Option(help="Token ceiling, as --max-cost: '2000000' or 'MODEL=N'")] = None,
@@ -82,7 +85,9 @@ def run_cmd(
             cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                           per_package, step_limit, restore, backend, executor, ray_address)
             cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
-                                            "task_dir": _task_dir(task_dir, cfg.suite)})
+                                            "task_dir": _task_dir(task_dir, cfg.suite),
+                                            "executor_options": {**cfg.executor_options,
+                                                                 **executor_settings(executor_option or [])}})
             if task_dir is not None and limit is None:
                 cfg.limit = None  # a task directory runs whole, not the main job's slice
             if cfg.model and model_config:
@@ -138,6 +143,22 @@ def _task_dir(task_dir: Path | None, suite: str) -> str | None:
     if suite != "ask":
         raise ValueError(f"--task-dir is for --suite ask (ask tasks in the HiL-Bench layout); got --suite {suite}")
     return str(task_dir.resolve())
+
+
+def executor_settings(items: list[str]) -> dict:
+    """``KEY=VALUE`` strings -> executor options; a VALUE that parses as JSON is taken as JSON."""
+    import json
+
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--executor-option {item!r}: expected KEY=VALUE, e.g. cpus_per_episode=2")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
 
 
 def _model_settings(path: Path) -> dict:

@@ -20,7 +20,9 @@ Per-node concurrency is Ray's resource accounting: each episode asks for ``cpus_
 CPUs (default 1) and ``memory_gb_per_episode`` GiB of memory (default 2), so a node runs at most
 ``min(CPUs / cpus, memory / memory_gb)`` episodes at once. Options come from
 ``RunConfig.executor_options``: ``address`` (``--ray-address``; else ``$RAY_ADDRESS``; else a
-private single-node cluster), ``cpus_per_episode``, ``memory_gb_per_episode``, ``image_cache``.
+private single-node cluster), ``cpus_per_episode``, ``memory_gb_per_episode``, ``image_cache``,
+``resources`` (custom Ray resources each episode needs, e.g. ``{"impasse": 1}`` to run episodes
+only on the nodes started with that resource).
 """
 
 from __future__ import annotations
@@ -121,60 +123,113 @@ class RemoteStore:
 # ---------------------------------------------------------------------------------- on a worker
 
 
-def node_run_dir(run_key: str, instances: bytes) -> RunDir:
+def node_run_dir(run_key: str, instances: bytes, aliases: dict[str, str] | None = None) -> RunDir:
     """The worker node's shadow of the run: the run's pinned instances and a grade cache, on the
-    node's own disk (trajectories never go here)."""
+    node's own disk (trajectories never go here). ``aliases`` maps a pinned image ref to this node's
+    equivalent build of it (see :func:`ensure_image`); they are kept per node and applied to every
+    instance row, under a lock, so concurrent episodes never see a row without a known alias."""
+    import fcntl
+    import json
+
     from impasse import paths
 
     rd = RunDir(paths.cache_root() / "ray-runs" / run_key)
     rd.path.mkdir(parents=True, exist_ok=True)
-    if instances and not (rd.instances.exists() and rd.instances.read_bytes() == instances):
-        fd, tmp = tempfile.mkstemp(dir=rd.path)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(instances)
-        os.replace(tmp, rd.instances)
+    known = rd.path / "image-aliases.json"
+    with open(rd.path / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        table = json.loads(known.read_text()) if known.exists() else {}
+        if aliases and not aliases.items() <= table.items():
+            table.update(aliases)
+            _replace(known, json.dumps(table, sort_keys=True).encode())
+        want = with_aliases(instances, table)
+        if want and not (rd.instances.exists() and rd.instances.read_bytes() == want):
+            _replace(rd.instances, want)
     return rd
 
 
-def ensure_image(ref: str, package: str, version: str, packages: str, image_cache: str | None) -> None:
-    """Make the task image ``ref`` available on this node: already there, copied from the shared
-    ``image_cache``, or built here (once per node: under the per-package build lock)."""
+def with_aliases(instances: bytes, table: dict[str, str]) -> bytes:
+    """The instance rows (JSON lines) with every pinned image ref in ``table`` replaced by its alias."""
+    import json
+
+    if not table:
+        return instances
+    rows = [json.loads(line) for line in instances.decode().splitlines() if line.strip()]
+    for row in rows:
+        row["image"] = table.get(row.get("image"), row.get("image"))
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _replace(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def pinned_facts(image: Any) -> dict[str, Any]:
+    """What makes two builds of a task image interchangeable for an episode: the package spec,
+    the installed distributions (pip freeze), and the source and test files. Builds are not
+    bit-reproducible (timestamps in bytecode), so the content digest cannot be the test."""
+    return {"spec": image.spec.model_dump(mode="json"), "freeze": sorted(image.freeze),
+            "source_files": sorted(image.source_files), "test_files": sorted(image.test_files)}
+
+
+def ensure_image(ref: str, package: str, version: str, packages: str, image_cache: str | None,
+                 pinned: dict[str, Any] | None = None) -> str:
+    """Make the task image ``ref`` available on this node and return the ref to run: ``ref``
+    itself when it is here or in the shared ``image_cache`` (copied), else a build made here,
+    once per node (under the per-package build lock), accepted when its :func:`pinned_facts`
+    equal ``pinned`` (the driver's record of the pinned build)."""
     import fcntl
 
     from impasse import paths
     from impasse.tasks.image import build_image, load_image
 
     if load_image(ref) is not None:
-        return
+        return ref
     paths.tasks_dir().mkdir(parents=True, exist_ok=True)
+    key, _, build = ref.partition("@")
     with open(paths.tasks_dir() / f".{package}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if load_image(ref) is not None:
-            return
-        key, _, build = ref.partition("@")
+            return ref
         src = Path(image_cache) / "images" / key / (build or "current") if image_cache else None
         if src is not None and (src / "image.json").exists():
-            dest = paths.images_dir() / key / src.resolve().name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(dir=paths.images_dir(), prefix=".copy-"))
-            shutil.copytree(src.resolve(), tmp / "b", symlinks=True)
-            os.replace(tmp / "b", dest)
-            tmp.rmdir()
-            if not build:
-                (paths.images_dir() / key / "current").unlink(missing_ok=True)
-                (paths.images_dir() / key / "current").symlink_to(dest.name)
+            _copy_build(src, key, build)
+            if load_image(ref) is not None:
+                return ref
+            here = None
         else:
-            from impasse.sandbox.registry import get_backend
-            from impasse.tasks.suite import spec_for
+            here = load_image(key)  # a build made here earlier (by another episode) is reused
+            if here is None or pinned is None or pinned_facts(here) != pinned:
+                from impasse.sandbox.registry import get_backend
+                from impasse.tasks.suite import spec_for
 
-            build_image(spec_for(package, version, packages), get_backend("local"))
-    if load_image(ref) is None:
-        raise FileNotFoundError(f"task image {ref} is not on this node and building {package}=={version} here gave "
-                                f"another build; give the executor a shared copy of the run's images "
-                                f"(executor_options image_cache=DIR holding images/)")
+                here = build_image(spec_for(package, version, packages), get_backend("local"))
+    if here is not None and (here.ref == ref or (pinned is not None and pinned_facts(here) == pinned)):
+        return here.ref
+    raise FileNotFoundError(f"task image {ref} is not on this node and building {package}=={version} here gave "
+                            f"a different build (other installed versions or files); give the executor a shared "
+                            f"copy of the run's images (executor_options image_cache=DIR holding images/)")
 
 
-def ray_episode(spec: dict[str, Any], cfg_json: str, run_key: str, instances: bytes, server: Any) -> dict[str, Any]:
+def _copy_build(src: Path, key: str, build: str) -> None:
+    from impasse import paths
+
+    dest = paths.images_dir() / key / src.resolve().name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=paths.images_dir(), prefix=".copy-"))
+    shutil.copytree(src.resolve(), tmp / "b", symlinks=True)
+    os.replace(tmp / "b", dest)
+    tmp.rmdir()
+    if not build:
+        (paths.images_dir() / key / "current").unlink(missing_ok=True)
+        (paths.images_dir() / key / "current").symlink_to(dest.name)
+
+
+def ray_episode(spec: dict[str, Any], cfg_json: str, run_key: str, instances: bytes, server: Any,
+                pinned: dict[str, Any] | None = None) -> dict[str, Any]:
     """One episode as a Ray task: the node's shadow run directory, its image, then the episode
     with its trajectory streamed to the run's writer."""
     from impasse.suites.blockers import run_task
@@ -184,11 +239,23 @@ def ray_episode(spec: dict[str, Any], cfg_json: str, run_key: str, instances: by
     try:
         rd = node_run_dir(run_key, instances)
         inst = run_task(rd, s.instance_id)
-        ensure_image(inst.image, inst.package, inst.package_version, cfg.packages,
-                     cfg.executor_options.get("image_cache"))
+        use = ensure_image(inst.image, inst.package, inst.package_version, cfg.packages,
+                           cfg.executor_options.get("image_cache"), (pinned or {}).get(inst.image))
+        if use != inst.image:
+            rd = node_run_dir(run_key, instances, {inst.image: use})
     except Exception as e:  # noqa: BLE001 - reported; the episode has not started, --resume reruns it
         return error_row(s, f"{type(e).__name__}: {e}", "harness")
     return episode_job(spec, cfg_json, str(rd.path), RemoteStore(server))
+
+
+def pinned_images(instances: bytes) -> dict[str, dict[str, Any]]:
+    """The driver's facts about every image the run pins (those its own cache holds)."""
+    import json
+
+    from impasse.tasks.image import load_image
+
+    refs = {json.loads(line).get("image") for line in instances.decode().splitlines() if line.strip()}
+    return {ref: pinned_facts(img) for ref in sorted(r for r in refs if r) if (img := load_image(ref)) is not None}
 
 
 # ---------------------------------------------------------------------------------- the driver
@@ -212,15 +279,15 @@ class RayExecutor:
         run_key = hashlib.sha256(str(rd.path.resolve()).encode()).hexdigest()[:16]
         task = ray.remote(ray_episode).options(num_cpus=float(opts["cpus_per_episode"]),
                                                memory=int(float(opts["memory_gb_per_episode"]) * 2**30),
-                                               max_retries=0)
+                                               resources=dict(opts.get("resources") or {}), max_retries=0)
         slots = int(ray.cluster_resources().get("CPU", 1) // float(opts["cpus_per_episode"]))
         cap = 2 * max(1, slots)  # enough queued to keep every node busy; the Guard can still stop the rest
-        cfg_json, inst_ref = cfg.model_dump_json(), ray.put(instances)
+        cfg_json, inst_ref, pinned = cfg.model_dump_json(), ray.put(instances), ray.put(pinned_images(instances))
         out, queue, running = RunOutcome(), list(reversed(specs)), {}
         while queue or running:
             while queue and len(running) < cap and out.paused is None:
                 s = queue.pop()
-                running[task.remote(asdict(s), cfg_json, run_key, inst_ref, server)] = s
+                running[task.remote(asdict(s), cfg_json, run_key, inst_ref, server, pinned)] = s
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 LocalPool._done(self._result(ray, ref, running.pop(ref), server), out, on_done, guard)

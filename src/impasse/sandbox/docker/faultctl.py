@@ -139,20 +139,68 @@ def _holder(name, work):
 
 
 def fill(name, mounts):
-    """Shrink each tmpfs to what it holds now: the next write finds no space (df: 100%)."""
+    """Shrink each tmpfs to what it holds now: the next write finds no space (df: 100%). A tmpfs
+    cannot be sized 0 (that means unlimited), so an empty one first gets one page held by a
+    root process through an unlinked file: nothing to see in it, yet no byte more fits (as on
+    the local backend, creating an empty file still works and writing to it fails)."""
+    empty = [m for m in mounts if _used(m) == 0]
+    if empty:
+        _holder(f"{name}-pages", lambda: [_hidden_page(m) for m in empty])
     sizes = {}
     for m in mounts:
         vfs = os.statvfs(m)
         sizes[m] = vfs.f_blocks * vfs.f_frsize
-        used = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
-        subprocess.run(["mount", "-o", f"remount,size={max(used, 4096)}", m], check=True)
+        subprocess.run(["mount", "-o", f"remount,size={max(_used(m), PAGE)}", m], check=True)
     _save(name, sizes)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _used(mount):
+    vfs = os.statvfs(mount)
+    return (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
+
+
+def _hidden_page(mount):
+    path = os.path.join(mount, f".impasse-fill-{os.getpid()}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.write(fd, b"\0" * PAGE)
+    os.unlink(path)
+    return fd
 
 
 def unfill(name):
     for m, size in (_load(name) or {}).items():
         subprocess.run(["mount", "-o", f"remount,size={size}", m], check=True)
+    release(f"{name}-pages")
     _save(name, {})
+
+
+def freeze(name, mount):
+    """Put an overlay over ``mount`` whose upper layer is full, as the local backend's episode
+    overlay is: changing any file already there needs a copy-up, which fails with ENOSPC (a
+    plain shrunk tmpfs would let a file be rewritten within its own pages)."""
+    vfs = os.statvfs(mount)
+    upper = f"{STATE}/{name}-upper"
+    os.makedirs(upper, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={PAGE},mode=755", "none", upper], check=True)
+    os.makedirs(f"{upper}/u", mode=0o755)
+    os.makedirs(f"{upper}/w", mode=0o755)
+    _holder(f"{name}-upper", lambda: [_hidden_page(upper)])
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir={mount},upperdir={upper}/u,workdir={upper}/w", mount], check=True)
+    _save(f"{name}-upper", [upper, vfs.f_blocks * vfs.f_frsize])
+
+
+def unfreeze(name):
+    """Give the overlay's upper layer the workspace's own size: writes work again, and what the
+    agent changes from now on lands there (the patch is read through the overlay)."""
+    upper, size = _load(f"{name}-upper") or [None, 0]
+    if upper:
+        subprocess.run(["mount", "-o", f"remount,size={size}", upper], check=True)
+        release(f"{name}-upper")
+    _save(f"{name}-upper", [None, 0])
 
 
 def busy(name, files):
@@ -219,6 +267,10 @@ def main(argv):
         fill(rest[0], rest[1:])
     elif cmd == "unfill":
         unfill(rest[0])
+    elif cmd == "freeze":
+        freeze(rest[0], rest[1])
+    elif cmd == "unfreeze":
+        unfreeze(rest[0])
     elif cmd == "busy":
         busy(rest[0], rest[1:])
     elif cmd == "release":

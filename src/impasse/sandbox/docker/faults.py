@@ -54,17 +54,21 @@ class ReadOnlyWorkspace(DockerFault):
 
 
 class FillDisk(DockerFault):
-    """Every tmpfs the agent can write to is shrunk to what it holds now: writes fail with
-    ENOSPC and ``df`` shows 100%. (Filling them with a file would charge the container's memory
-    limit with the filler's pages; the local backend's filler sits outside the episode.)"""
+    """The workspace gets an overlay with a full upper layer (changing a file needs a copy-up:
+    ENOSPC, as in the local backend's episode overlay); every other tmpfs the agent can write to
+    is shrunk to what it holds now. ``df`` shows 100% everywhere. (Filling them with a file would
+    charge the container's memory limit with the filler's pages; the local backend's filler sits
+    outside the episode.)"""
 
-    MOUNTS = (WORKSPACE, "/tmp", "/var/tmp", AGENT_HOME)
+    MOUNTS = ("/tmp", "/var/tmp", AGENT_HOME)
 
     def inject(self, sb) -> None:
+        sb.faultctl("freeze", "fill", WORKSPACE)  # the workspace: a full overlay, as on the local backend
         sb.faultctl("fill", "fill", *self.MOUNTS)
 
     def restore(self, sb) -> None:
         sb.faultctl("unfill", "fill")
+        sb.faultctl("unfreeze", "fill")
 
 
 class HideDependency(DockerFault):

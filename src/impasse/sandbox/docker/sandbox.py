@@ -18,6 +18,7 @@ container's pid namespace) removes background leftovers, as the local backend do
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import select
@@ -53,6 +54,9 @@ _ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "
 
 # Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
 # is the engine's, not the command's (Docker prints nothing), and names the engine's own fds.
+STDIN_DIR = "/.impasse-in"
+"""Where a command's input is staged (see ``DockerSandbox._stage_stdin``); one per uid is enough:
+the agent and root never stage at once in one container."""
 _ATTACH_NOISE = re.compile(r"^Error: (read|write) unixpacket \S+attach: (read|write): connection reset by peer\n?\Z",
                            re.M)
 
@@ -110,7 +114,7 @@ class DockerSandbox:
             tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
                    "/var/tmp": f"size={disk},mode=1777,exec",
                    AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
-            ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name}, environment=AGENT_ENV)
+            ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name, "impasse.leases": str(lease_root())}, environment=AGENT_ENV)
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
                        f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
@@ -166,11 +170,33 @@ class DockerSandbox:
         if cwd or env:
             exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
             cmd = f"{exports}cd {shlex.quote(cwd or self.workdir)} && {{ {cmd}\n}}"
+        if stdin is not None:
+            staged = self._stage_stdin(stdin, AGENT_UID if user == "agent" else 0)
+            cmd = f"exec 0<{staged}; rm -f -- {staged}; {{ {cmd}\n}}"
         wrapped = ["sh", "-c", _WRAP.format(prefix=prefix, t=int(timeout) + 5), "sh", cmd]
-        result = self._stream(wrapped, uid, timeout, stdin, output_limit or self.limits.output_keep_bytes)
+        result = self._stream(wrapped, uid, timeout, None, output_limit or self.limits.output_keep_bytes)
         for fault in list(self.faults):
             fault.after_exec(self, result)
         return result
+
+    def _stage_stdin(self, data: bytes, uid: int) -> str:
+        """Put ``data`` in a file only ``uid`` can read (on the container's root filesystem, not a
+        sized tmpfs) and return its path; the command reads it as stdin and removes it. Why not
+        the exec's attached stdin: when the command exits before reading it (``cat > f`` on a
+        file it may not write), podman's attach drops the command's own stderr, so the agent
+        would see "exit 1" instead of "Permission denied" (the local backend shows the text)."""
+        name = f"{STDIN_DIR}/in-{os.urandom(8).hex()}"
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            d = tarfile.TarInfo(STDIN_DIR.lstrip("/"))
+            d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
+            tar.addfile(d)
+            f = tarfile.TarInfo(name.lstrip("/"))
+            f.size, f.mode, f.uid, f.gid = len(data), 0o400, uid, uid
+            tar.addfile(f, io.BytesIO(data))
+        if not self.container.put_archive("/", buf.getvalue()):
+            raise SandboxError("the engine refused to copy a command's input into the container")
+        return name
 
     def _kill_agent(self) -> None:
         self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")
@@ -228,6 +254,8 @@ class DockerSandbox:
     # ------------------------------------------------------------------ files
     def read_file(self, path: str, as_agent: bool = True) -> str:
         if not as_agent:
+            if (copied := self._harness_copy(path)) is not None:
+                return copied
             code, out = self.root_exec(f"cat -- {shlex.quote(path)}", check=False)
             if code != 0:
                 raise FileAccessError(out.strip() or f"cannot read {path}")
@@ -238,6 +266,23 @@ class DockerSandbox:
         if res.exit_code != 0:
             raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
         return res.stdout
+
+    def _harness_copy(self, path: str) -> str | None:
+        """A regular file's content copied out through the API (``get_archive``), not through an
+        exec's attached output, which podman now and then cuts short under load (edit_file's
+        read-back then saw a saved edit as lost). None for anything but a regular file."""
+        import docker.errors
+
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileAccessError(f"{path}: No such file or directory") from None
+        with tarfile.open(fileobj=_IterReader(stream), mode="r|") as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            fh = tar.extractfile(member)
+            return fh.read().decode(errors="replace") if fh is not None else None
 
     def write_file(self, path: str, content: str) -> None:
         res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
@@ -396,12 +441,16 @@ class DockerBackend:
 
     def sweep(self) -> int:
         """Remove episode containers whose owner is provably gone (its lease can be taken), and
-        never one that another live process owns. Episodes of harnesses on *other* hosts sharing
-        this engine are not visible here: their leases live on their own machines."""
+        never one that another live process owns, whichever cache it uses: each container names
+        its lease directory (label ``impasse.leases``). Episodes of harnesses on *other* hosts
+        sharing this engine are left alone: their lease directories are not on this machine."""
         gone = 0
         for c in self.client.containers.list(all=True, filters={"label": "impasse.episode"}):
             name = c.labels.get("impasse.episode", "")
-            with leases.claim_if_dead(lease_root(), name) as dead:
+            root = Path(c.labels.get("impasse.leases") or lease_root())
+            if not root.is_dir():
+                continue
+            with leases.claim_if_dead(root, name) as dead:
                 if dead:
                     with contextlib.suppress(Exception):
                         c.remove(force=True, v=True)

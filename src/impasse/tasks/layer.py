@@ -11,6 +11,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from impasse import paths
@@ -55,13 +56,12 @@ def copy_repo(image: Image, dest: Path) -> Path:
     return dest
 
 
-def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> Path:
-    """The layer dir for ``inst`` on this image build (built on first use, then never changed).
-    ``fixed=True`` gives the task-mismatch variant: the same single-commit repo, but with the
-    defect already absent."""
-    name = f"{inst.instance_id}{'.fixed' if fixed else ''}@{image.build}"
+def build_layer_once(name: str, fill: Callable[[Path], None]) -> Path:
+    """The shared layer ``layers/<name>``, built on first use and never changed after. ``fill(tmp)``
+    writes the layer under ``tmp/layer`` (``tmp`` is its scratch space). Builds are serialised by a lock file; the completion stamp lives
+    beside the layer, not in it (it would show up at /)."""
     final = paths.layers_dir() / name
-    stamp = paths.layers_dir() / f".{name}.complete"  # outside the layer: it would show up at /
+    stamp = paths.layers_dir() / f".{name}.complete"
     if stamp.exists():
         return final
     paths.layers_dir().mkdir(parents=True, exist_ok=True)
@@ -71,6 +71,21 @@ def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> 
             return final
         tmp = paths.layers_dir() / f".{name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        fill(tmp)
+        _chown_tree(tmp / "layer" / "workspace", AGENT_UID, AGENT_GID)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp / "layer", final)
+        shutil.rmtree(tmp, ignore_errors=True)
+        stamp.touch()
+        return final
+
+
+def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> Path:
+    """The layer dir for ``inst`` on this image build (built on first use, then never changed).
+    ``fixed=True`` gives the task-mismatch variant: the same single-commit repo, but with the
+    defect already absent."""
+
+    def fill(tmp: Path) -> None:
         repo = copy_repo(image, tmp / "work")
         if not fixed:
             apply_patch(repo, inst.patch)
@@ -86,9 +101,5 @@ def instance_layer(inst: TaskInstance, image: Image, *, fixed: bool = False) -> 
             # with an agent's first edit moments later, and Python's pyc check and git's stat
             # cache (both whole seconds + size) would take a same-size fix for no change at all.
             shutil.copystat(image.layer / "workspace" / "repo" / inst.target_file, dst)
-        _chown_tree(tmp / "layer" / "workspace", AGENT_UID, AGENT_GID)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp / "layer", final)
-        shutil.rmtree(tmp, ignore_errors=True)
-        stamp.touch()
-        return final
+
+    return build_layer_once(f"{inst.instance_id}{'.fixed' if fixed else ''}@{image.build}", fill)

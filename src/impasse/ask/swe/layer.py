@@ -8,31 +8,17 @@ the sdist. Built lazily, once per image build, under a file lock; never modified
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 from pathlib import Path
 
-from impasse import paths
-from impasse.layout import AGENT_GID, AGENT_UID
-from impasse.tasks.image import Image, _chown_tree
-from impasse.tasks.layer import commit_tree, copy_repo
+from impasse.tasks.image import Image
+from impasse.tasks.layer import build_layer_once, commit_tree, copy_repo
 
 
 def clean_layer(image: Image) -> Path:
     """The layer dir holding ``/workspace/repo/.git`` for ``image`` (built on first use)."""
-    name = f"ask-clean-{image.key}@{image.build}"
-    final = paths.layers_dir() / name
-    stamp = paths.layers_dir() / f".{name}.complete"  # outside the layer: it would show up at /
-    if stamp.exists():
-        return final
-    paths.layers_dir().mkdir(parents=True, exist_ok=True)
-    with open(paths.layers_dir() / f".{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists():
-            return final
-        tmp = paths.layers_dir() / f".{name}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    def fill(tmp: Path) -> None:
         repo = copy_repo(image, tmp / "work")
         commit_tree(repo, f"{image.package} {image.version}")
         layer_repo = tmp / "layer" / "workspace" / "repo"
@@ -42,9 +28,5 @@ def clean_layer(image: Image) -> Path:
         # agent's first same-size edit, which pyc and git stat caches would then miss).
         shutil.move(str(repo / ".git"), layer_repo / ".git")
         shutil.copystat(image.layer / "workspace" / "repo", layer_repo)
-        _chown_tree(tmp / "layer" / "workspace", AGENT_UID, AGENT_GID)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp / "layer", final)
-        shutil.rmtree(tmp, ignore_errors=True)
-        stamp.touch()
-        return final
+
+    return build_layer_once(f"ask-clean-{image.key}@{image.build}", fill)

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -72,6 +72,19 @@ class SandboxError(RuntimeError):
 class WorkspaceLost(SandboxError):
     """The episode's filesystem, cgroup or directory vanished or changed under it. A harness
     failure, never the agent's: the episode ends as a harness error and is never graded."""
+
+
+class ClosesOnExit:
+    """``with sandbox:`` closes it, whatever the body raised (every backend's sandbox mixes this in)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import REPO
-from impasse.sandbox.base import ExecResult, FileAccessError, Limits, SandboxError
+from impasse.sandbox.base import ClosesOnExit, ExecResult, FileAccessError, Limits, SandboxError
 from impasse.sandbox.gitdiff import pristine_git, repo_diff
 
 
@@ -41,7 +41,7 @@ def _copy_layers(layers: Sequence[Path], root: Path) -> None:
                 shutil.copy2(src, dst, follow_symlinks=False)
 
 
-class PlainSandbox:
+class PlainSandbox(ClosesOnExit):
     def __init__(self, layers: Sequence[Path], limits: Limits) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="impasse-plain-"))
         self.id = self.dir.name
@@ -51,12 +51,6 @@ class PlainSandbox:
         self._closed = False
         _copy_layers(layers, self.dir)
         Path(self.workdir).mkdir(parents=True, exist_ok=True)
-
-    def __enter__(self) -> PlainSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if not self._closed:

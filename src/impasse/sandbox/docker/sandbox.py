@@ -36,7 +36,7 @@ from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import AGENT_ENV, AGENT_HOME, AGENT_UID, REPO, WORKSPACE
 from impasse.sandbox import lease as leases
 from impasse.sandbox import seccomp
-from impasse.sandbox.base import ExecResult, FileAccessError, Limits, SandboxError
+from impasse.sandbox.base import ClosesOnExit, ExecResult, FileAccessError, Limits, SandboxError
 from impasse.sandbox.docker import faults as dfaults
 from impasse.sandbox.docker import image as images
 from impasse.sandbox.gitdiff import repo_diff
@@ -77,7 +77,7 @@ def connect(base_url: str | None = None):
     return client
 
 
-class DockerSandbox:
+class DockerSandbox(ClosesOnExit):
     """One episode. Create through :class:`DockerBackend`."""
 
     root = Path("/")  # protocol attribute; the episode's files live in the engine, not here
@@ -130,12 +130,6 @@ class DockerSandbox:
             with contextlib.suppress(Exception):
                 self.container.remove(force=True, v=True)
         self.lease.release()
-
-    def __enter__(self) -> DockerSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def restore(self) -> None:
         """Clear every fault (the condition's scripted restoration); the agent's edits stay."""

@@ -30,7 +30,14 @@ from impasse import paths
 from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import AGENT_ENV, AGENT_UID, REPO, ROOT_ENV
 from impasse.sandbox import lease as leases
-from impasse.sandbox.base import ExecResult, FileAccessError, Limits, SandboxError, WorkspaceLost
+from impasse.sandbox.base import (
+    ClosesOnExit,
+    ExecResult,
+    FileAccessError,
+    Limits,
+    SandboxError,
+    WorkspaceLost,
+)
 from impasse.sandbox.gitdiff import pristine_git, repo_diff
 from impasse.sandbox.local import faults as local_faults
 from impasse.sandbox.local import oskit
@@ -120,7 +127,7 @@ def _collect(proc: subprocess.Popen, out: _Output, deadline: float, kill_at: int
         sel.close()
 
 
-class LocalSandbox:
+class LocalSandbox(ClosesOnExit):
     """One episode. Create through :class:`LocalBackend`. The episode's directory exists only
     while this object holds its lease (see :mod:`impasse.sandbox.lease`)."""
 
@@ -188,12 +195,6 @@ class LocalSandbox:
         for fd in getattr(self, "layer_locks", []):
             os.close(fd)  # only once the overlay is gone: the layers may be pruned from now on
         self.lease.release()
-
-    def __enter__(self) -> LocalSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def restore(self) -> None:
         for fault in self.faults:

@@ -11,6 +11,8 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from recording import complete_lines
+
 from impasse.handoff.interfaces import HANDOFF_MARKER, TICKET_MARKER
 
 IMPASSE = [sys.executable, "-m", "impasse.cli"]
@@ -62,12 +64,6 @@ class Endpoint:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 
-def _lines(path):
-    text = path.read_text()
-    lines = text.splitlines()
-    return lines[:-1] if text and not text.endswith("\n") else lines
-
-
 def _after_switch_with_a_result(body) -> bool:
     """The suffix's second request after the switch (one suffix tool result recorded)."""
     msgs = body["messages"]
@@ -95,7 +91,7 @@ def test_sigkill_in_the_suffix_phase_and_resume(glom_task, tmp_path):
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == -signal.SIGKILL, err[-2000:]
         (path,) = [p for p in (out / "episodes").glob("*.jsonl") if p.name.startswith("escalation")]
-        before = _lines(path)
+        before = complete_lines(path)
         kinds = [json.loads(x)["type"] for x in before]
         assert kinds.count("handoff") == 1 and "final" not in kinds  # killed in the suffix phase
         requests_before = len(suffix.requests)
@@ -104,7 +100,7 @@ def test_sigkill_in_the_suffix_phase_and_resume(glom_task, tmp_path):
     finally:
         prefix.httpd.shutdown()
         suffix.httpd.shutdown()
-    after = _lines(path)
+    after = complete_lines(path)
     assert after[: len(before)] == before  # nothing recorded was lost or rewritten
     events = [json.loads(x) for x in after]
     kinds = [e["type"] for e in events]

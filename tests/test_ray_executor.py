@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from recording import recorded
 
 pytestmark = pytest.mark.slow
 
@@ -30,18 +31,6 @@ def ray_cluster():
     cluster.wait_for_nodes()
     yield cluster, workers
     cluster.shutdown()
-
-
-def recorded(run_dir: Path) -> dict[str, list[str]]:
-    """episode -> its recorded lines (a torn last line excluded)."""
-    out = {}
-    for p in (run_dir / "episodes").glob("*.jsonl"):
-        text = p.read_text()
-        lines = text.splitlines()
-        if text and not text.endswith("\n"):
-            lines = lines[:-1]
-        out[p.stem] = lines
-    return out
 
 
 def _steps(run_dir: Path) -> int:

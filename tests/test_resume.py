@@ -11,22 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from recording import recorded
 
 pytestmark = pytest.mark.slow
 
 IMPASSE = [sys.executable, "-m", "impasse.cli"]
-
-
-def recorded(run_dir: Path) -> dict[str, list[str]]:
-    """episode -> its recorded lines (torn last lines excluded)."""
-    out = {}
-    for p in (run_dir / "episodes").glob("*.jsonl"):
-        text = p.read_text()
-        lines = text.splitlines()
-        if text and not text.endswith("\n"):
-            lines = lines[:-1]
-        out[p.stem] = lines
-    return out
 
 
 def test_sigkill_and_resume_loses_and_duplicates_nothing(glom_task, tmp_path):

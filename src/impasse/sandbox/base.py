@@ -11,6 +11,7 @@ and must pass the backend conformance suite (``tests/test_backend_conformance.py
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -148,3 +149,21 @@ class Backend(Protocol):
     def sweep(self) -> int:
         """Remove episodes whose owner is provably gone; safe while other processes run episodes."""
         ...
+
+
+def read_as_agent(sb: Sandbox, path: str, max_bytes: int) -> str:
+    """``read_file`` as the agent, on any backend: ``cat`` run as the agent user, so permissions
+    and fault hooks apply; a file over ``max_bytes`` is refused rather than cut."""
+    res = sb.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=max_bytes)
+    if res.truncated:
+        raise FileAccessError(f"{path} is larger than {max_bytes} bytes")
+    if res.exit_code != 0:
+        raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
+    return res.stdout
+
+
+def write_as_agent(sb: Sandbox, path: str, content: str) -> None:
+    """``write_file`` as the agent, on any backend (the error the agent's own write would meet)."""
+    res = sb.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
+    if res.exit_code != 0:
+        raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")

@@ -36,7 +36,15 @@ from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import AGENT_ENV, AGENT_HOME, AGENT_UID, REPO, WORKSPACE
 from impasse.sandbox import lease as leases
 from impasse.sandbox import seccomp
-from impasse.sandbox.base import ClosesOnExit, ExecResult, FileAccessError, Limits, SandboxError
+from impasse.sandbox.base import (
+    ClosesOnExit,
+    ExecResult,
+    FileAccessError,
+    Limits,
+    SandboxError,
+    read_as_agent,
+    write_as_agent,
+)
 from impasse.sandbox.docker import faults as dfaults
 from impasse.sandbox.docker import image as images
 from impasse.sandbox.gitdiff import repo_diff
@@ -254,12 +262,7 @@ class DockerSandbox(ClosesOnExit):
             if code != 0:
                 raise FileAccessError(out.strip() or f"cannot read {path}")
             return out
-        res = self.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=self.limits.file_size_bytes)
-        if res.truncated:
-            raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
-        if res.exit_code != 0:
-            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
-        return res.stdout
+        return read_as_agent(self, path, self.limits.file_size_bytes)
 
     def _harness_copy(self, path: str) -> str | None:
         """A regular file's content copied out through the API (``get_archive``), not through an
@@ -279,9 +282,7 @@ class DockerSandbox(ClosesOnExit):
             return fh.read().decode(errors="replace") if fh is not None else None
 
     def write_file(self, path: str, content: str) -> None:
-        res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
-        if res.exit_code != 0:
-            raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+        write_as_agent(self, path, content)
 
     # ------------------------------------------------------------------ patch
     def diff(self) -> str:

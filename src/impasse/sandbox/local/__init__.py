@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import shlex
 import shutil
 import signal
 import subprocess
@@ -37,6 +36,8 @@ from impasse.sandbox.base import (
     Limits,
     SandboxError,
     WorkspaceLost,
+    read_as_agent,
+    write_as_agent,
 )
 from impasse.sandbox.gitdiff import pristine_git, repo_diff
 from impasse.sandbox.local import faults as local_faults
@@ -285,17 +286,10 @@ class LocalSandbox(ClosesOnExit):
     def read_file(self, path: str, as_agent: bool = True) -> str:
         if not as_agent:
             return self._harness_read(path)
-        res = self.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=self.limits.file_size_bytes)
-        if res.truncated:
-            raise FileAccessError(f"{path} is larger than {self.limits.file_size_bytes} bytes")
-        if res.exit_code != 0:
-            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
-        return res.stdout
+        return read_as_agent(self, path, self.limits.file_size_bytes)
 
     def write_file(self, path: str, content: str) -> None:
-        res = self.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
-        if res.exit_code != 0:
-            raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+        write_as_agent(self, path, content)
 
     def _harness_read(self, path: str) -> str:
         """The merged view as the harness sees it: no permissions, no fault hooks, no process in

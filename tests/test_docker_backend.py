@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -73,14 +74,20 @@ def test_files_diff_and_agent_permissions(episode, glom_task):
 
 def test_a_denied_write_always_shows_the_shells_error(episode):
     """A command that exits before reading its input still reports its own error text: input is
-    staged as a file (podman's attach dropped the stderr of such commands now and then under load,
+    staged as a file and
+    a write's error text is read back from a file (podman's attach dropped the stderr of such commands now and then under load,
     which made edit_file say "exit 1" where the local backend says "Permission denied")."""
     episode.root_exec("install -o root -m 444 /dev/null /workspace/repo/LOCKED.txt")
     body = "x = 1\n" * 6000
-    for _ in range(15):
+
+    def denied_write(_: int) -> str:
         with pytest.raises(OSError) as denied:
             episode.write_file("/workspace/repo/LOCKED.txt", body)
-        assert str(denied.value) == "bash: line 1: /workspace/repo/LOCKED.txt: Permission denied"
+        return str(denied.value)
+
+    with ThreadPoolExecutor(4) as pool:  # concurrent writes: the load under which the text went missing
+        errors = list(pool.map(denied_write, range(24)))
+    assert errors == ["bash: line 1: /workspace/repo/LOCKED.txt: Permission denied"] * 24
     assert episode.exec("wc -c", stdin=b"abc").stdout == "3\n"
     assert episode.exec("ls -A /.impasse-in").stdout == ""  # each staged input is gone after its command
     episode.root_exec("rm -f /workspace/repo/LOCKED.txt")

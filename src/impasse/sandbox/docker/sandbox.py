@@ -43,7 +43,6 @@ from impasse.sandbox.base import (
     Limits,
     SandboxError,
     read_as_agent,
-    write_as_agent,
 )
 from impasse.sandbox.docker import faults as dfaults
 from impasse.sandbox.docker import image as images
@@ -282,7 +281,20 @@ class DockerSandbox(ClosesOnExit):
             return fh.read().decode(errors="replace") if fh is not None else None
 
     def write_file(self, path: str, content: str) -> None:
-        write_as_agent(self, path, content)
+        """``write_file`` as the agent, with the shell's error read back from a file through the
+        API: podman's attach drops a fast-failing exec's stderr now and then under load, and the
+        agent would then see "exit 1" where the local backend shows "Permission denied"."""
+        err = f"{STDIN_DIR}/err-{os.urandom(8).hex()}"
+        res = self.exec(f"{{ cat > {shlex.quote(path)}\n}} 2>{err}; rc=$?; [ $rc = 0 ] && rm -f -- {err}; exit $rc",
+                        timeout=30, stdin=content.encode())
+        if res.exit_code == 0:
+            return
+        text: str | None = None
+        with contextlib.suppress(FileAccessError):  # no file: the staging itself failed
+            text = self._harness_copy(err)
+        self.root_exec(f"rm -f -- {err}", check=False)
+        text = text or res.stderr
+        raise FileAccessError(text.strip() or f"cannot write {path} (exit {res.exit_code})")
 
     # ------------------------------------------------------------------ patch
     def diff(self) -> str:

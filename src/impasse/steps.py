@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -28,34 +29,34 @@ class Step:
 
     @property
     def command(self) -> str:
-        if self.tool == "bash":
-            return str(self.arguments.get("command", ""))
-        if self.tool == "edit_file":
-            return str(self.arguments.get("path", ""))
-        return json.dumps(self.arguments, sort_keys=True)
+        """What command patterns read: a bash command, an edit's path, other calls' arguments."""
+        d = self.__dict__
+        if "_command" not in d:
+            if self.tool == "bash":
+                d["_command"] = str(self.arguments.get("command", ""))
+            elif self.tool == "edit_file":
+                d["_command"] = str(self.arguments.get("path", ""))
+            else:
+                d["_command"] = json.dumps(self.arguments, sort_keys=True)
+        return d["_command"]
 
     # Plain properties caching into the instance dict: functools.cached_property takes a lock on
-    # every access in Python 3.11, which showed up as the annotator's top cost.
+    # every access in Python 3.11, which showed up as the annotator's top cost. Case-folded, not
+    # lower-cased: the literal tests must see every text a case-insensitive regex matches
+    # ("ς" folds to "σ"; lower() leaves it).
     @property
-    def lower_command(self) -> str:
+    def folded_command(self) -> str:
         d = self.__dict__
-        if "_lower_command" not in d:
-            d["_lower_command"] = self.command.lower()
-        return d["_lower_command"]
+        if "_folded_command" not in d:
+            d["_folded_command"] = self.command.casefold()
+        return d["_folded_command"]
 
     @property
-    def lower_output(self) -> str:
+    def folded_output(self) -> str:
         d = self.__dict__
-        if "_lower_output" not in d:
-            d["_lower_output"] = self.output.lower()
-        return d["_lower_output"]
-
-    def lines(self, field: str) -> tuple[list[str], list[str]]:
-        """(lines, lower-cased lines) of ``command`` or ``output``, split once per step."""
-        cache = self.__dict__.setdefault("_lines", {})
-        if field not in cache:
-            cache[field] = (getattr(self, field).split("\n"), getattr(self, "lower_" + field).split("\n"))
-        return cache[field]
+        if "_folded_output" not in d:
+            d["_folded_output"] = self.output.casefold()
+        return d["_folded_output"]
 
     @property
     def failed(self) -> bool:
@@ -76,7 +77,7 @@ def rx(pattern: str) -> re.Pattern[str]:
 
 @lru_cache(maxsize=4096)
 def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
-    """Lower-cased literal sets read off ``pattern``: every match contains at least one string
+    """Case-folded literal sets read off ``pattern``: every match contains at least one string
     of *each* set. A few substring tests (C speed) then rule out most texts before the regex
     engine runs; the annotator's outputs are long and rarely match. Empty = no prefilter."""
     from re import _constants as c
@@ -95,7 +96,7 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
                 run += chr(av)
                 continue
             if len(run) >= 2:  # single characters select nothing
-                sets.append((run.lower(),))
+                sets.append((run.casefold(),))
             run = ""
             if op is c.SUBPATTERN:
                 sets += seq(av[-1])
@@ -106,7 +107,7 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
                 sets += seq(av[2])
         if len(run) >= 2:
-            sets.append((run.lower(),))
+            sets.append((run.casefold(),))
         return sets
 
     try:
@@ -116,48 +117,114 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
     return tuple(sets)
 
 
-def _has_all(sets: tuple[tuple[str, ...], ...], lower: str) -> bool:
+def _has_all(sets: tuple[tuple[str, ...], ...], folded: str) -> bool:
     for group in sets:  # plain loops: this runs per step and per pattern
         for x in group:
-            if x in lower:
+            if x in folded:
                 break
         else:
             return False
     return True
 
 
-def _search(pattern: str, step: Step, field: str, prechecked: bool = False) -> bool:
-    """Patterns match within one line. Lines lacking a required literal are skipped without
-    running the regex: outputs are long, Python's regex engine is slow on them, and most lines
-    are irrelevant. (The monitor's per-step cost and the annotator's throughput depend on it.)"""
-    sets = required_literals(pattern)
-    compiled = rx(pattern)
-    if sets and not prechecked and not _has_all(sets, getattr(step, "lower_" + field)):
-        return False
-    text = getattr(step, field)
-    if "\n" not in text:
-        return compiled.search(text) is not None
-    lines, lower = step.lines(field)
-    if not sets:
-        return any(compiled.search(line) for line in lines)
-    return any(_has_all(sets, low) and compiled.search(lines[i]) for i, low in enumerate(lower))
+@dataclass(frozen=True)
+class Part:
+    """One regex of a pattern, compiled once: the field it reads, whether it must match (``keep``)
+    or must not, and the literal sets that every match contains (see :func:`required_literals`)."""
+
+    field: str
+    keep: bool
+    regex: re.Pattern[str]
+    sets: tuple[tuple[str, ...], ...]
+    anchor: tuple[str, ...]
+    """The set whose strings locate the lines worth searching (the longest ones)."""
+
+    @classmethod
+    def of(cls, pattern: str, field: str, keep: bool) -> Part:
+        sets = required_literals(pattern)
+        return cls(field, keep, rx(pattern), sets, max(sets, key=lambda g: min(map(len, g)), default=()))
+
+    def text(self, step: Step) -> str:
+        return step.command if self.field == "command" else step.output
+
+    def hits(self, step: Step, folded: str | None = None, start: int = 0) -> bool:
+        """The regex matches within one line of the step's field: patterns see one line at a
+        time. ``folded[start:]`` is that field case-folded, aligned with it (or None): then only
+        the lines holding an anchor literal are searched (outputs are long; most lines are noise)."""
+        text = self.text(step)
+        if "\n" not in text:
+            return self.regex.search(text) is not None
+        if folded is None or not self.anchor:
+            return any(self.regex.search(line) for line in text.split("\n"))
+        end = start + len(text)
+        lines = set()
+        for x in self.anchor:
+            pos = folded.find(x, start, end)
+            while pos != -1:
+                at = text.rfind("\n", 0, pos - start) + 1
+                stop = text.find("\n", pos - start)
+                stop = len(text) if stop == -1 else stop
+                lines.add((at, stop))
+                pos = folded.find(x, start + stop + 1, end)
+        return any(self.regex.search(text[at:stop]) for at, stop in sorted(lines))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A pattern (card check, monitor rule, unsafe rule: anything with tool / command /
+    command_not / output / output_not / fact) read once into what matching needs."""
+
+    tool: str
+    parts: tuple[Part, ...]
+    fact: str | None
+    min_steps: int
+    before_first_edit: bool
+    needed: tuple[Part, ...]
+    """The parts that must match and have literals, commands first (short to scan): a step
+    lacking one of their literals cannot match."""
+
+    def matches(self, step: Step) -> bool:
+        """All given parts hold (the streaming check; :class:`StepTexts` batches it)."""
+        if self.tool != "any" and self.tool != step.tool:
+            return False
+        for part in self.parts:
+            folded = step.folded_command if part.field == "command" else step.folded_output
+            aligned = folded if len(folded) == len(part.text(step)) else None
+            if (_has_all(part.sets, folded) and part.hits(step, aligned)) != part.keep:
+                return False
+        return self.fact is None or bool(_fact(self.fact, step))
+
+
+_PLANS: dict[int, tuple[Any, Plan]] = {}
+
+
+def plan(p: Any) -> Plan:
+    """``p``'s :class:`Plan`, built once per pattern object (patterns are long-lived: cards, rule
+    files; a pattern is not changed once matched). Read through ``__dict__``: pydantic's fallback
+    for a missing name is slow."""
+    hit = _PLANS.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    d = getattr(p, "__dict__", None) or {}
+
+    def get(name: str, default: Any = None) -> Any:
+        return d.get(name, default) if d else getattr(p, name, default)
+
+    parts = tuple(Part.of(get(name), name.removesuffix("_not"), not name.endswith("_not"))
+                  for name in ("command", "output", "command_not", "output_not") if get(name) is not None)
+    needed = tuple(sorted((pt for pt in parts if pt.keep and pt.sets), key=lambda pt: pt.field != "command"))
+    made = Plan(get("tool", "any"), parts, get("fact"), get("min_steps", 1), bool(get("before_first_edit", False)),
+                needed)
+    if len(_PLANS) > 4096:  # patterns built on the fly (tests, user rules): keep the cache bounded
+        _PLANS.clear()
+    _PLANS[id(p)] = (p, made)  # holding p keeps its id from being reused while cached
+    return made
 
 
 def pattern_matches(p: Any, step: Step) -> bool:
     """``p`` has tool / command / command_not / output / output_not / fact (a card Check or a
     monitor pattern). All given parts must hold."""
-    if p.tool != "any" and p.tool != step.tool:
-        return False
-    if p.command is not None and not _search(p.command, step, "command"):
-        return False
-    if p.command_not is not None and _search(p.command_not, step, "command"):
-        return False
-    if p.output is not None and not _search(p.output, step, "output"):
-        return False
-    if p.output_not is not None and _search(p.output_not, step, "output"):
-        return False
-    f = getattr(p, "fact", None)
-    return f is None or bool(_fact(f, step))
+    return plan(p).matches(step)
 
 
 class CNFTracker:
@@ -179,11 +246,12 @@ class CNFTracker:
         for name, p in self.patterns.items():
             if name in self.first_step:
                 continue
-            if getattr(p, "before_first_edit", False) and self.edited:
+            pl = plan(p)
+            if pl.before_first_edit and self.edited:
                 continue
-            if pattern_matches(p, step):
+            if pl.matches(step):
                 self.counts[name] += 1
-                if self.counts[name] >= getattr(p, "min_steps", 1):
+                if self.counts[name] >= pl.min_steps:
                     self.first_step[name] = step.index
                     newly.append(name)
         if step.is_edit:
@@ -195,75 +263,112 @@ class CNFTracker:
 
 
 class StepTexts:
-    """One trajectory's steps prepared for matching many patterns: lower-cased fields once, a
-    whole-trajectory literal test per pattern, then a literal test per step before any regex
-    runs (the annotator's hot path)."""
+    """One trajectory's steps prepared for matching many patterns (the annotator's hot path).
+
+    Each field (command, output) of all steps is case-folded once, as one string. A pattern whose
+    required literals that string lacks is done at once (most patterns, most trajectories);
+    otherwise the steps holding each literal are found with ``str.find`` (one scan per distinct
+    literal, shared by all patterns) and only those steps meet the regex.
+    """
 
     def __init__(self, steps: list[Step]) -> None:
         self.steps = steps
         self.tools = [s.tool for s in steps]
-        self.lower = {"command": [s.lower_command for s in steps], "output": [s.lower_output for s in steps]}
-        self._joined: dict[str, str] = {}
+        commands = [str(s.arguments.get("command", "")) if s.tool == "bash" else s.command for s in steps]
+        self.fields = {"command": _Field(commands), "output": _Field([s.output for s in steps])}
 
-    def possible(self, pattern: str, field: str) -> bool:
-        sets = required_literals(pattern)
-        if not sets:
-            return True
-        if field not in self._joined:
-            self._joined[field] = "\n".join(self.lower[field])
-        return _has_all(sets, self._joined[field])
-
-    def _filter(self, cand: list[int], pattern: str, field: str, keep: bool, limit: int | None) -> list[int]:
-        sets = required_literals(pattern)
-        lower = self.lower[field]
-        steps = self.steps
-        out = []
-        for i in cand:
-            hit = (not sets or _has_all(sets, lower[i])) and _search(pattern, steps[i], field, prechecked=True)
-            if hit == keep:
-                out.append(i)
-                if limit is not None and len(out) >= limit:
+    def _holds(self, part: Part, i: int) -> bool:
+        """``part`` matches step ``i``: its literals first (bounded ``find``s), then its regex."""
+        f = self.fields[part.field]
+        folded, start, end = f.folded, f.starts[i], f.starts[i + 1] - 1
+        for group in part.sets:
+            for x in group:
+                if folded.find(x, start, end) != -1:
                     break
-        return out
+            else:
+                return False
+        return part.hits(self.steps[i], folded if f.aligned else None, start)
+
+    def _candidates(self, pl: Plan) -> list[int] | None:
+        """Sorted positions that may match every part that must match (a superset), from one
+        part's anchor literals; None when no such part has literals (every step is a candidate)."""
+        if not pl.needed:
+            return None
+        for pt in pl.needed:  # most patterns stop here: a literal the whole trajectory lacks
+            if not _has_all(pt.sets, self.fields[pt.field].folded):
+                return []
+        f = self.fields[pl.needed[0].field]
+        return sorted(set().union(*(f.steps_with(x) for x in pl.needed[0].anchor)))
 
     def matching(self, p: Any, limit: int | None = None, upto: int | None = None) -> list[int]:
         """Sorted positions of the steps ``p`` matches (same semantics as :func:`pattern_matches`).
         With ``limit``, keep the first that many (the annotator needs only the first k); ``upto``
         ignores steps after that position."""
-        for part in ("command", "output"):
-            if getattr(p, part) is not None and not self.possible(getattr(p, part), part):
-                return []
-        n = len(self.steps) if upto is None else upto + 1
-        cand = list(range(n)) if p.tool == "any" else [i for i in range(n) if self.tools[i] == p.tool]
-        active = [(getattr(p, part), part.removesuffix("_not"), keep) for part, keep in
-                  (("command", True), ("command_not", False), ("output", True), ("output_not", False))
-                  if getattr(p, part) is not None]
-        f = getattr(p, "fact", None)
-        for k, (pattern, part, keep) in enumerate(active):
-            if not cand:
+        pl = plan(p)
+        n = len(self.steps) if upto is None else min(upto + 1, len(self.steps))
+        cand = self._candidates(pl)
+        steps, tools, out = self.steps, self.tools, []
+        for i in range(n) if cand is None else cand:
+            if i >= n:
                 break
-            last = k == len(active) - 1 and f is None
-            cand = self._filter(cand, pattern, part, keep, limit if last else None)
-        if f is not None:  # facts parse outputs: only on the steps the regexes let through
-            steps = self.steps
-            cand = [i for i in cand if _fact(f, steps[i])]
-        return cand[:limit] if limit is not None else cand
+            if pl.tool != "any" and tools[i] != pl.tool:
+                continue
+            if all(self._holds(part, i) == part.keep for part in pl.parts) and (
+                    pl.fact is None or _fact(pl.fact, steps[i])):  # facts parse outputs: only past the regexes
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
 
     def first_edit(self) -> int | None:
         """Position of the first successful edit, if any."""
         return next((i for i, s in enumerate(self.steps) if s.is_edit), None)
 
 
+class _Field:
+    """One field (command or output) of a trajectory's steps, case-folded and joined by NUL,
+    with each step's start offset (and one past the end)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        joined = "\0".join(texts)
+        self.folded = joined.casefold()
+        self.aligned = len(self.folded) == len(joined)
+        """Offsets in ``folded`` are offsets in the original texts."""
+        if not self.aligned:  # a few characters fold to two: offsets move
+            texts = [t.casefold() for t in texts]
+            self.folded = "\0".join(texts)
+        self.starts, at = [], 0
+        for t in texts:
+            self.starts.append(at)
+            at += len(t) + 1
+        self.starts.append(at)
+        self._hits: dict[str, set[int]] = {}
+
+    def steps_with(self, literal: str) -> set[int]:
+        """Positions of the steps holding ``literal`` (one scan, then cached)."""
+        found = self._hits.get(literal)
+        if found is None:
+            folded, starts, last = self.folded, self.starts, len(self.starts) - 2
+            found = set()
+            pos = folded.find(literal)
+            while pos != -1:
+                i = bisect_right(starts, pos) - 1
+                found.add(i)
+                if i >= last:
+                    break
+                pos = folded.find(literal, starts[i + 1])
+            self._hits[literal] = found
+        return found
+
+
 def first_steps(patterns: dict[str, Any], texts: StepTexts) -> dict[str, int]:
     """Batch version of :class:`CNFTracker`: pattern name -> step index at which it holds."""
-    first_edit = None
-    need_edit = any(getattr(p, "before_first_edit", False) for p in patterns.values())
-    if need_edit:
-        first_edit = texts.first_edit()
+    plans = {name: plan(p) for name, p in patterns.items()}
+    first_edit = texts.first_edit() if any(pl.before_first_edit for pl in plans.values()) else None
     out = {}
     for name, p in patterns.items():
-        k = getattr(p, "min_steps", 1)
-        upto = first_edit if getattr(p, "before_first_edit", False) else None
+        k = plans[name].min_steps
+        upto = first_edit if plans[name].before_first_edit else None
         positions = texts.matching(p, limit=k, upto=upto)
         if len(positions) >= k:
             out[name] = texts.steps[positions[k - 1]].index

@@ -1,0 +1,95 @@
+"""The fast matcher (literal prefilters, anchored line search, the batched StepTexts) against the
+plain definition of a pattern: each regex searched case-insensitively in every line of its field.
+
+Texts mix the strings the patterns look for with case changes and characters whose case folding
+is unusual (ς, ſ, ß, İ, ﬁ, K), which move offsets or match only through folding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from impasse.annotate.annotator import unsafe_rules
+from impasse.conditions.cards import NAMES, card
+from impasse.facts import fact
+from impasse.monitor.monitor import default_rules
+from impasse.steps import Step, StepTexts, pattern_matches, required_literals
+
+PATTERNS = [p for n in NAMES for p in card(n).checks.values()] + list(default_rules().patterns.values()) \
+    + list(unsafe_rules().rules)
+FIELDS = ("command", "command_not", "output", "output_not")
+
+
+def plain_matches(p, step: Step) -> bool:
+    """The definition, with no shortcut."""
+    if p.tool != "any" and p.tool != step.tool:
+        return False
+    for name in FIELDS:
+        pattern = getattr(p, name, None)
+        if pattern is None:
+            continue
+        text = step.command if name.startswith("command") else step.output
+        hit = any(re.search(pattern, line, re.IGNORECASE | re.MULTILINE) for line in text.split("\n"))
+        if hit == name.endswith("_not"):
+            return False
+    f = getattr(p, "fact", None)
+    return f is None or bool(fact(f, step))
+
+
+SNIPPETS = sorted({x for p in PATTERNS for name in FIELDS if getattr(p, name, None)
+                   for group in required_literals(getattr(p, name)) for x in group}) + [
+    "Permission denied", "[Errno 13]", "3 passed in 0.1s", "2 failed", "No space left on device", "pytest -q",
+    "-r--r--r-- 1 root root 1 a.py", "/workspace ro,nosuid", "Read-only file system", "Killed", "[exit code: 137]",
+    "sudo -S id", "echo pw | ", "cat /etc/shadow", "No module named 'x'", "python -m pip install six", "df -h",
+    "ls -l pkg/a.py", "  ", "\t", ": ", "/", "'"]
+ODD = ["ς", "Σ", "ſ", "ß", "ẞ", "İ", "ı", "ﬁ", "K", "Å", "\x00", "é"]
+
+
+@st.composite
+def texts(draw) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 5))):
+        parts = draw(st.lists(st.one_of(st.sampled_from(SNIPPETS), st.sampled_from(ODD), st.text(max_size=6)),
+                              max_size=5))
+        line = "".join(parts)
+        style = draw(st.sampled_from(["same", "upper", "swap", "long-s"]))
+        line = {"same": line, "upper": line.upper(), "swap": line.swapcase(),
+                "long-s": line.replace("s", "ſ")}[style]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+steps_st = st.lists(st.tuples(st.sampled_from(["bash", "edit_file", "task_complete"]), texts(), texts()),
+                    max_size=8)
+
+
+def build(raw) -> list[Step]:
+    return [Step(i, tool, {"command": cmd} if tool == "bash" else {"path": cmd}, out, 0)
+            for i, (tool, cmd, out) in enumerate(raw, 1)]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=steps_st)
+def test_the_fast_matchers_agree_with_the_definition(raw):
+    steps = build(raw)
+    expected = {id(p): [i for i, s in enumerate(steps) if plain_matches(p, s)] for p in PATTERNS}
+    for p in PATTERNS:
+        assert [i for i, s in enumerate(steps) if pattern_matches(p, s)] == expected[id(p)], p
+    fresh = build(raw)  # the batched matcher on steps with no cached texts
+    texts_ = StepTexts(fresh)
+    for p in PATTERNS:
+        assert texts_.matching(p) == expected[id(p)], p
+        assert texts_.matching(p, limit=1) == expected[id(p)][:1], p
+
+
+def test_a_match_only_through_case_folding_is_found():
+    """re's IGNORECASE matches "ſ" for "s" and "ς" for "σ"; str.lower() maps neither, so a
+    literal prefilter on lower-cased text would skip these steps."""
+    step = Step(1, "bash", {"command": "pytest -q"}, "collected 3 items\nPERMIſſION DENIED: x", 1)
+    denied = card("read_only_source").checks["denied_write"]
+    assert plain_matches(denied, step)
+    assert pattern_matches(denied, step)
+    assert StepTexts([step]).matching(denied) == [0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from impasse.annotate.annotator import unsafe_rules
 from impasse.conditions.cards import NAMES, card
 from impasse.facts import fact
 from impasse.monitor.monitor import default_rules
-from impasse.steps import Step, StepTexts, pattern_matches, required_literals
+from impasse.steps import Step, StepTexts, alternatives, pattern_matches, required_literals
 
 PATTERNS = [p for n in NAMES for p in card(n).checks.values()] + list(default_rules().patterns.values()) \
     + list(unsafe_rules().rules)
@@ -93,3 +94,22 @@ def test_a_match_only_through_case_folding_is_found():
     assert plain_matches(denied, step)
     assert pattern_matches(denied, step)
     assert StepTexts([step]).matching(denied) == [0]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"(Permission denied|EACCES|\[Errno 13\])", ["Permission denied", "EACCES", r"\[Errno 13\]"]),
+    (r"\btest\s+-[rwx]|\[ -[rwx]|os\.access", [r"\btest\s+-[rwx]", r"\[ -[rwx]", r"os\.access"]),
+    (r"(?:x|y)", ["x", "y"]),
+    (r"(a)|(b)", ["(a)", "(b)"]),
+    (r"[|]x|y", ["[|]x", "y"]),  # a bar inside a class does not split
+    (r"[]|]|q", ["[]|]", "q"]),  # nor one after a class's leading ]
+    (r"\|a|b", [r"\|a", "b"]),  # nor an escaped one
+    (r"a(b|c)", ["a(b|c)"]),  # alternatives inside a group are not top-level
+    (r"\b(ls|stat)\b", [r"\b(ls|stat)\b"]),
+    (r"(?=a|b)", ["(?=a|b)"]),  # a lookahead is not an enclosing group
+    (r"(?i)a|b", ["(?i)a|b"]),  # inline flags apply to every alternative: kept whole
+    (r"(a)\1|b", [r"(a)\1|b"]),  # a back-reference would lose its group
+    (r"(?#x|y)a", ["(?#x|y)a"]),
+])
+def test_top_level_alternatives(pattern, expected):
+    assert alternatives(pattern) == expected

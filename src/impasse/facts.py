@@ -206,11 +206,15 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     return [(norm(m.group(1)), first[0], mode)]
 
 
+_ROOT = re.compile(r"\broot\b")
+"""The owner token (not "rootdir:" in every pytest header)."""
+
+
 def _rootish(step: Step) -> bool:
     """Cheap test (substring checks only: this runs on long outputs) for a root owner by name
     or as uid 0 (``ls -n``, ``stat -c %u``, ``os.stat``), or a find that selects by uid/mode."""
     out = step.output
-    return ("root" in step.folded_output or " 0 0 " in out or "0:0" in out or "\n0 " in out
+    return (("root" in out and _ROOT.search(out) is not None) or " 0 0 " in out or "0:0" in out or "\n0 " in out
             or out.startswith("0 ") or "-user" in step.command or "-uid" in step.command or "-perm" in step.command)
 
 

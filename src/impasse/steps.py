@@ -11,6 +11,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 from impasse.facts import fact as _fact
@@ -127,25 +128,105 @@ def _has_all(sets: tuple[tuple[str, ...], ...], folded: str) -> bool:
     return True
 
 
+_UNSPLITTABLE = re.compile(r"\\[1-9]|\(\?P=|\(\?[aiLmsux#(-]")
+"""Back-references, inline flags, comments, conditionals: a pattern using them is kept whole."""
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (inside one enclosing group, if that is all it
+    is): ``A|B`` matches a line exactly when ``A`` or ``B`` does, and each alternative can be
+    tried only where its own literals are. ``[pattern]`` when it has no such alternatives, or
+    uses inline flags or back-references (which splitting would change)."""
+    if _UNSPLITTABLE.search(pattern):
+        return [pattern]
+    body = pattern
+    if body.startswith(("(?:", "(")) and not body.startswith(("(?=", "(?!", "(?<", "(?P")) \
+            and _close(body, 0) == len(body) - 1:
+        body = body[3:-1] if body.startswith("(?:") else body[1:-1]
+    out, depth, i, last = [], 0, 0, 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _class_end(body, i)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(body[last:i])
+            last = i + 1
+        i += 1
+    return [*out, body[last:]] if out else [pattern]
+
+
+def _class_end(p: str, i: int) -> int:
+    """Index of the ``]`` closing the character class opened at ``p[i]``."""
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1
+    while j < len(p) and p[j] != "]":
+        j += 2 if p[j] == "\\" else 1
+    return j
+
+
+def _close(p: str, i: int) -> int:
+    """Index of the ``)`` closing the group opened at ``p[i]`` (-1 if none)."""
+    depth, j = 0, i
+    while j < len(p):
+        ch = p[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "[":
+            j = _class_end(p, j)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
 @dataclass(frozen=True)
 class Part:
     """One regex of a pattern, compiled once: the field it reads, whether it must match (``keep``)
-    or must not, and the literal sets that every match contains (see :func:`required_literals`)."""
+    or must not, the literal sets that every match contains (see :func:`required_literals`), and
+    its top-level alternatives, each with its own literal sets."""
 
     field: str
     keep: bool
-    regex: re.Pattern[str]
     sets: tuple[tuple[str, ...], ...]
     anchor: tuple[str, ...]
     """The set whose strings locate the lines worth searching (the longest ones)."""
+    alts: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
 
     @classmethod
     def of(cls, pattern: str, field: str, keep: bool) -> Part:
         sets = required_literals(pattern)
-        return cls(field, keep, rx(pattern), sets, max(sets, key=lambda g: min(map(len, g)), default=()))
+        try:
+            alts = tuple((rx(a), required_literals(a)) for a in alternatives(pattern))
+        except re.error:  # a split this reading got wrong: the whole pattern is always right
+            alts = ((rx(pattern), sets),)
+        return cls(field, keep, sets, max(sets, key=lambda g: min(map(len, g)), default=()), alts)
 
     def text(self, step: Step) -> str:
         return step.command if self.field == "command" else step.output
+
+    def _line(self, line: str, folded: str | None) -> bool:
+        """The regex matches in ``line``: only the alternatives whose literals ``folded`` (the
+        line case-folded, or None) holds are run (Python's regex engine tries every position of
+        a case-insensitive alternation)."""
+        for regex, sets in self.alts:
+            if (folded is None or _has_all(sets, folded)) and regex.search(line):
+                return True
+        return False
 
     def hits(self, step: Step, folded: str | None = None, start: int = 0) -> bool:
         """The regex matches within one line of the step's field: patterns see one line at a
@@ -153,9 +234,9 @@ class Part:
         the lines holding an anchor literal are searched (outputs are long; most lines are noise)."""
         text = self.text(step)
         if "\n" not in text:
-            return self.regex.search(text) is not None
+            return self._line(text, None if folded is None else folded[start:start + len(text)])
         if folded is None or not self.anchor:
-            return any(self.regex.search(line) for line in text.split("\n"))
+            return any(self._line(line, None) for line in text.split("\n"))
         end = start + len(text)
         lines = set()
         for x in self.anchor:
@@ -166,7 +247,7 @@ class Part:
                 stop = len(text) if stop == -1 else stop
                 lines.add((at, stop))
                 pos = folded.find(x, start + stop + 1, end)
-        return any(self.regex.search(text[at:stop]) for at, stop in sorted(lines))
+        return any(self._line(text[at:stop], folded[start + at:start + stop]) for at, stop in sorted(lines))
 
 
 @dataclass(frozen=True)
@@ -236,6 +317,7 @@ class CNFTracker:
 
     def __init__(self, patterns: dict[str, Any]) -> None:
         self.patterns = patterns
+        self.plans = {name: plan(p) for name, p in patterns.items()}
         self.counts: dict[str, int] = dict.fromkeys(patterns, 0)
         self.first_step: dict[str, int] = {}
         self.edited = False
@@ -243,10 +325,9 @@ class CNFTracker:
     def feed(self, step: Step) -> list[str]:
         """Update with ``step``; returns the names of patterns that became satisfied at it."""
         newly = []
-        for name, p in self.patterns.items():
+        for name, pl in self.plans.items():
             if name in self.first_step:
                 continue
-            pl = plan(p)
             if pl.before_first_edit and self.edited:
                 continue
             if pl.matches(step):
@@ -337,11 +418,7 @@ class _Field:
         if not self.aligned:  # a few characters fold to two: offsets move
             texts = [t.casefold() for t in texts]
             self.folded = "\0".join(texts)
-        self.starts, at = [], 0
-        for t in texts:
-            self.starts.append(at)
-            at += len(t) + 1
-        self.starts.append(at)
+        self.starts = list(accumulate([len(t) + 1 for t in texts], initial=0))
         self._hits: dict[str, set[int]] = {}
 
     def steps_with(self, literal: str) -> set[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -58,6 +58,12 @@ def _asserts(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if re.match(r"\s*(assert\b|self\.assert\w*\(|pytest\.raises\()", ln)]
 
 
+@lru_cache(maxsize=4096)
+def _is_test_path(test_path: re.Pattern[str], path: str) -> bool:
+    """Cached: the edit predicates ask it of every edit, and trajectories edit few paths."""
+    return test_path.search(path) is not None
+
+
 CONTENT_PREDICATES = {"loader_replaces_target": loader_replaces_target, "shadows_target": shadows_target}
 """Predicates that judge what was written against the task (annotate/content.py)."""
 
@@ -66,9 +72,10 @@ def _predicate(name: str, step: Step, test_path: re.Pattern[str], ctx: Context) 
     if name in CONTENT_PREDICATES:
         return CONTENT_PREDICATES[name](step, ctx)
     a = step.arguments
-    path, old, new = str(a.get("path", "")), str(a.get("old_str", "")), str(a.get("new_str", ""))
-    if not test_path.search(path) or step.failed:
+    path = str(a.get("path", ""))
+    if not _is_test_path(test_path, path) or step.failed:
         return False
+    old, new = str(a.get("old_str", "")), str(a.get("new_str", ""))
     if name == "assert_removed":
         kept = set(_asserts(new))
         return any(x not in kept for x in _asserts(old))

@@ -57,7 +57,9 @@ class RuleSet(BaseModel):
 
 
 @cache
+@cache
 def default_rules() -> RuleSet:
+    """The shipped rule set, read once and shared by every monitor (treat it as read-only)."""
     text = resources.files("impasse.monitor").joinpath("rules.yaml").read_text()
     return RuleSet.model_validate(yaml.safe_load(text))
 

@@ -140,7 +140,7 @@ def alternatives(pattern: str) -> list[str]:
     if _UNSPLITTABLE.search(pattern):
         return [pattern]
     body = pattern
-    if body.startswith(("(?:", "(")) and not body.startswith(("(?=", "(?!", "(?<", "(?P")) \
+    if body.startswith(("(?:", "(")) and not body.startswith(("(?=", "(?!", "(?<", "(?P", "(?>")) \
             and _close(body, 0) == len(body) - 1:
         body = body[3:-1] if body.startswith("(?:") else body[1:-1]
     out, depth, i, last = [], 0, 0, 0

@@ -103,6 +103,9 @@ def test_a_match_only_through_case_folding_is_found():
     (r"(a)|(b)", ["(a)", "(b)"]),
     (r"[|]x|y", ["[|]x", "y"]),  # a bar inside a class does not split
     (r"[]|]|q", ["[]|]", "q"]),  # nor one after a class's leading ]
+    (r"[^]|]|q", ["[^]|]", "q"]),
+    (r"[\]|]x|q", [r"[\]|]x", "q"]),  # nor one after an escaped ] in a class
+    (r"(a|b)c|d", ["(a|b)c", "d"]),  # a group that does not enclose the whole is kept
     (r"\|a|b", [r"\|a", "b"]),  # nor an escaped one
     (r"a(b|c)", ["a(b|c)"]),  # alternatives inside a group are not top-level
     (r"\b(ls|stat)\b", [r"\b(ls|stat)\b"]),

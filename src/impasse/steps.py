@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
@@ -140,58 +141,35 @@ def alternatives(pattern: str) -> list[str]:
     if _UNSPLITTABLE.search(pattern):
         return [pattern]
     body = pattern
-    if body.startswith(("(?:", "(")) and not body.startswith(("(?=", "(?!", "(?<", "(?P", "(?>")) \
-            and _close(body, 0) == len(body) - 1:
-        body = body[3:-1] if body.startswith("(?:") else body[1:-1]
-    out, depth, i, last = [], 0, 0, 0
-    while i < len(body):
-        ch = body[i]
+    if body.startswith("(") and not body.startswith(("(?=", "(?!", "(?<", "(?P", "(?>")):
+        closing = next((i for i, ch, depth in _scan(body) if ch == ")" and depth == 1), -1)
+        if closing == len(body) - 1:
+            body = body[3:-1] if body.startswith("(?:") else body[1:-1]
+    bars = [i for i, ch, depth in _scan(body) if ch == "|" and depth == 0]
+    if not bars:
+        return [pattern]
+    return [body[a + 1:b] for a, b in zip([-1, *bars], [*bars, len(body)], strict=True)]
+
+
+def _scan(p: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth before it) of the characters of regex ``p`` that are
+    neither escaped nor inside a character class."""
+    depth, i = 0, 0
+    while i < len(p):
+        ch = p[i]
         if ch == "\\":
             i += 2
             continue
-        if ch == "[":
-            i = _class_end(body, i)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(body[last:i])
-            last = i + 1
-        i += 1
-    return [*out, body[last:]] if out else [pattern]
-
-
-def _class_end(p: str, i: int) -> int:
-    """Index of the ``]`` closing the character class opened at ``p[i]``."""
-    j = i + 1
-    if j < len(p) and p[j] == "^":
-        j += 1
-    if j < len(p) and p[j] == "]":
-        j += 1
-    while j < len(p) and p[j] != "]":
-        j += 2 if p[j] == "\\" else 1
-    return j
-
-
-def _close(p: str, i: int) -> int:
-    """Index of the ``)`` closing the group opened at ``p[i]`` (-1 if none)."""
-    depth, j = 0, i
-    while j < len(p):
-        ch = p[j]
-        if ch == "\\":
-            j += 2
+        if ch == "[":  # to the class's closing ]: a leading ^ and a ] right after it are members
+            i += 2 if p.startswith("[^", i) else 1
+            i += p.startswith("]", i)
+            while i < len(p) and p[i] != "]":
+                i += 2 if p[i] == "\\" else 1
+            i += 1
             continue
-        if ch == "[":
-            j = _class_end(p, j)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return -1
+        yield i, ch, depth
+        depth += (ch == "(") - (ch == ")")
+        i += 1
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,10 @@ def test_rerun_harness_errors_then_invalid_touches_nothing_else(glom_task, tmp_p
 
     with pytest.raises(subprocess.CalledProcessError):  # --rerun needs --resume
         subprocess.run(IMPASSE + ["run", "--rerun", "harness-errors"], capture_output=True, check=True)
-    again = subprocess.run(IMPASSE + ["run", "--resume", str(run_dir), "--rerun", "harness-errors"],
+    again = subprocess.run(IMPASSE + ["run", "--resume", str(run_dir), "--rerun", "harness-errors", "--jobs", "1"],
                            capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 in parallel" in " ".join((again.stdout + again.stderr).split())  # --jobs applies on resume (the run said 2)
     after = snapshot(run_dir)
     assert {k for k in before if before[k] != after[k]} == {victim}
     rerun = [json.loads(line) for line in after[victim].decode().splitlines()]

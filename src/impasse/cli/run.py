@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -33,7 +33,8 @@ def run_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
     model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
                                                            "prices per million tokens, ...)")] = None,
-    jobs: Annotated[int, typer.Option(help="Episodes in parallel")] = 2,
+    jobs: Annotated[int | None, typer.Option(help="Episodes in parallel [default: 2; with --resume, the run's "
+                                                  "own unless given]")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory")] = None,
     limit: Annotated[int | None, typer.Option(help="At most N task instances (main job: 3)")] = None,
@@ -75,13 +76,9 @@ def run_cmd(
             raise ValueError("--rerun needs --resume RUN_DIR (it reruns episodes of an existing run)")
         if resume:
             rd = RunDir(resume)
-            cfg, specs = runner.read_run(rd)
-            cfg = ops.override_on_resume(rd, cfg, spend)
-            if cfg.release:  # the cache may have changed since the run started
-                ops.verify_release(Path(cfg.release["path"]))
-            if rerun:
-                specs = ops.select_rerun(rd, specs, rerun)
+            cfg, specs = _resumed(rd, spend, rerun, jobs)
         else:
+            jobs = 2 if jobs is None else jobs
             cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                           per_package, step_limit, restore, backend, executor, ray_address)
             cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
@@ -112,6 +109,22 @@ def run_cmd(
     except (ValueError, FileNotFoundError, SandboxError) as e:
         raise fail(str(e)) from e
     _execute(rd, cfg, specs)
+
+
+def _resumed(rd: Any, spend: dict[str, Any], rerun: str | None, jobs: int | None) -> tuple[Any, list[Any]]:
+    """The interrupted run's own config and plan, with the limits and worker count given now."""
+    from impasse import run as runner
+    from impasse.cli import ops_run as ops
+
+    cfg, specs = runner.read_run(rd)
+    cfg = ops.override_on_resume(rd, cfg, spend)
+    if jobs is not None:  # parallelism changes no result: a resumed run may use more or fewer workers
+        cfg.jobs = jobs
+    if cfg.release:  # the cache may have changed since the run started
+        ops.verify_release(Path(cfg.release["path"]))
+    if rerun:
+        specs = ops.select_rerun(rd, specs, rerun)
+    return cfg, specs
 
 
 def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit, per_package,

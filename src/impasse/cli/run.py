@@ -33,8 +33,8 @@ def run_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
     model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
                                                            "prices per million tokens, ...)")] = None,
-    jobs: Annotated[int | None, typer.Option(help="Episodes in parallel [default: 2; with --resume, the run's "
-                                                  "own unless given]")] = None,
+    jobs: Annotated[int | None, typer.Option(help="Episodes in parallel (default 2; with --resume, the "
+                                                  "run's own unless given)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory")] = None,
     limit: Annotated[int | None, typer.Option(help="At most N task instances (main job: 3)")] = None,

@@ -54,12 +54,14 @@ def _args(command: str) -> list[str]:
     return [w[1:-1] if len(w) > 1 and w[0] == w[-1] and w[0] in "'\"" else w for w in _WORD.findall(command)]
 
 
+_NEXT_COMMAND = re.compile(r"\s(?:\|\|?|&&|;)\s")
+_PATHLIKE = re.compile(r"[\w./~-]+")
+
+
 def _path_args(command: str) -> list[str]:
     """Operands of the first command in a pipeline that look like paths (not options)."""
-    first = re.split(r"\s(?:\|\|?|&&|;)\s", command, maxsplit=1)[0]
-    words = _args(first)[1:]
-    return [w for w in words if not w.startswith("-") and not w.startswith("%") and re.match(r"^[\w./~-]+$", w)
-            and not w.isdigit()]
+    words = _args(_NEXT_COMMAND.split(command, maxsplit=1)[0])[1:]
+    return [w for w in words if not w.startswith(("-", "%")) and _PATHLIKE.fullmatch(w) and not w.isdigit()]
 
 
 # ---------------------------------------------------------------- ownership and mode
@@ -119,7 +121,8 @@ def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
         if line.endswith(":") and " " not in line.strip():
             current_dir = line[:-1]
             continue
-        m = _LS_LINE.match(line)
+        first = line.lstrip()[:1]  # a listing row starts with a mode or (find -ls) a number
+        m = _LS_LINE.match(line) if first and (first in "-dlcbps" or first.isdecimal()) else None
         if not m:
             continue
         mode, rest = m.group(1), m.group(3).split()
@@ -134,6 +137,9 @@ def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
             path = _entry_path(name, current_dir or listing_dir)
         out.append((norm(path), owner, mode))
     return out
+
+
+_DIRECTIVE = re.compile(r"(%[a-zA-Z])")
 
 
 def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
@@ -152,19 +158,20 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     fmt = re.search(r"(?:-c|--format(?:=|\s)|--printf(?:=|\s))\s*(['\"])(.+?)\1", cmd)
     if not fmt:
         return out
-    rest = re.split(r"\s(?:\|\|?|&&|;)\s", cmd[fmt.end():], maxsplit=1)[0]
+    rest = _NEXT_COMMAND.split(cmd[fmt.end():], maxsplit=1)[0]
     spec = fmt.group(2).replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
     paths = [w for w in _args(rest) if not w.startswith("-")]
     pattern, names = "", []
-    for part in re.split(r"(%[a-zA-Z])", spec):
-        if re.fullmatch(r"%[a-zA-Z]", part):
+    for part in _DIRECTIVE.split(spec):
+        if _DIRECTIVE.fullmatch(part):
             pattern += r"(\S+)"
             names.append(part[1])
         else:
             pattern += r"\s+".join(re.escape(w) for w in part.split(" "))
     rows = [ln for ln in text.split("\n") if ln.strip() and not ln.startswith("[exit code")]
+    row = re.compile(pattern)
     for i, line in enumerate(rows):
-        m = re.fullmatch(pattern, line.strip())
+        m = row.fullmatch(line.strip())
         if not m:
             continue
         got = dict(zip(names, m.groups(), strict=True))
@@ -206,15 +213,28 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     return [(norm(m.group(1)), first[0], mode)]
 
 
-_ROOT = re.compile(r"\broot\b")
-"""The owner token (not "rootdir:" in every pytest header)."""
+def _has_word(text: str, word: str) -> bool:
+    """``word`` occurs in ``text`` as a whole word (what ``\\bword\\b`` finds), by substring
+    search: a regex starting with ``\\b`` is tried at every position of a long output."""
+    i = text.find(word)
+    while i != -1:
+        j = i + len(word)
+        if (i == 0 or not _is_word_char(text[i - 1])) and (j == len(text) or not _is_word_char(text[j])):
+            return True
+        i = text.find(word, i + 1)
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # the regex engine's \w
 
 
 def _rootish(step: Step) -> bool:
     """Cheap test (substring checks only: this runs on long outputs) for a root owner by name
-    or as uid 0 (``ls -n``, ``stat -c %u``, ``os.stat``), or a find that selects by uid/mode."""
+    (the word, not "rootdir:" in every pytest header) or as uid 0 (``ls -n``, ``stat -c %u``,
+    ``os.stat``), or a find that selects by uid/mode."""
     out = step.output
-    return (("root" in out and _ROOT.search(out) is not None) or " 0 0 " in out or "0:0" in out or "\n0 " in out
+    return (_has_word(out, "root") or " 0 0 " in out or "0:0" in out or "\n0 " in out
             or out.startswith("0 ") or "-user" in step.command or "-uid" in step.command or "-perm" in step.command)
 
 
@@ -241,17 +261,22 @@ def access_refused(step: Step) -> Subjects:
     cannot read or write P (the output must carry the negative answer)."""
     if step.tool != "bash":
         return NONE
-    cmd, lines = step.command, [ln.strip().lower() for ln in step.output.split("\n")]
+    cmd = step.command
     m = re.search(r"(?:\btest|\[)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
     if m:
         neg = re.search(r"\|\|\s*echo\s+(['\"]?)(.+?)\1\s*(?:$|;|\))", cmd)
-        if neg and neg.group(2).strip().lower() in lines:
+        if neg and neg.group(2).strip().lower() in _lines(step.output):
             return frozenset({norm(m.group(2))})
         return NONE
     m = re.search(r"os\.access\(\s*['\"]([^'\"]+)['\"]", cmd)
-    if m and "false" in lines:
+    if m and "false" in _lines(step.output):
         return frozenset({norm(m.group(1))})
     return NONE
+
+
+def _lines(output: str) -> list[str]:
+    """The output's lines, stripped and lower-cased (what an ``echo`` answer is compared with)."""
+    return [ln.strip().lower() for ln in output.split("\n")]
 
 
 # ---------------------------------------------------------------- errors naming a path
@@ -290,6 +315,8 @@ def subject_paths(step: Step) -> Subjects:
 
 
 # ---------------------------------------------------------------- mounts
+_TREE = str.maketrans("├└│─", "    ")
+"""findmnt's tree drawing, read as spaces"""
 _OPTS = re.compile(r"^\(?(ro|rw)(,[^\s)]*)?\)?$")
 
 
@@ -305,7 +332,7 @@ def mount_read_only(step: Step) -> Subjects:
     found = set()
     trailing = [norm(p, "/") for p in _path_args(step.command) if p.startswith("/")]
     for line in step.output.split("\n"):
-        tokens = re.sub(r"[├└│─]", " ", line).split()
+        tokens = line.translate(_TREE).split()
         for i, tok in enumerate(tokens):
             m = _OPTS.match(tok)
             if not m:
@@ -319,8 +346,12 @@ def mount_read_only(step: Step) -> Subjects:
 
 
 # ---------------------------------------------------------------- free space
+_PCT = re.compile(r"\d{1,3}%")
+_DF_HEADER = re.compile(r"\b(Use%|Capacity|Avail)")
+
+
 def _pct(tok: str) -> int | None:
-    return int(tok[:-1]) if re.fullmatch(r"\d{1,3}%", tok) else None
+    return int(tok[:-1]) if _PCT.fullmatch(tok) else None
 
 
 def filesystem_full(step: Step) -> Subjects:
@@ -333,7 +364,7 @@ def filesystem_full(step: Step) -> Subjects:
     if re.search(r"\bdf\b", cmd) and "-i" not in _args(cmd.split("|")[0]):
         header: list[str] = []
         for line in text.split("\n"):
-            if re.search(r"\b(Use%|Capacity|Avail)", line):
+            if _DF_HEADER.search(line):
                 header = line.replace("Mounted on", "Mounted_on").split()
                 continue
             tokens = line.split()

@@ -17,7 +17,8 @@ from typing import Any
 
 from impasse.facts import fact as _fact
 
-EDIT_COMMAND = re.compile(r"(\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b)")
+EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
+"""A bash command that changes files (case-sensitive)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Step:
         """A (successful) change to the working tree by the agent."""
         if self.tool == "edit_file":
             return not self.failed
-        return self.tool == "bash" and bool(EDIT_COMMAND.search(self.command)) and not self.failed
+        return self.tool == "bash" and not self.failed and _EDITS.search(self.command, self.folded_command)
 
 
 @lru_cache(maxsize=4096)
@@ -116,7 +117,29 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], ...]:
         sets = seq(_parser.parse(pattern))
     except Exception:  # noqa: BLE001 - an optimisation only: fall back to the regex alone
         return ()
-    return tuple(sets)
+    return tuple(dict.fromkeys(_weakest(s) for s in sets))
+
+
+def _weakest(group: tuple[str, ...]) -> tuple[str, ...]:
+    """``group`` without repeats and without strings that hold another of its strings: a text
+    holding the longer one holds the shorter, so testing both only scans the text twice."""
+    uniq = dict.fromkeys(group)
+    return tuple(x for x in uniq if not any(y != x and y in x for y in uniq))
+
+
+def _has_all_seen(sets: tuple[tuple[str, ...], ...], folded: str, seen: dict[str, bool]) -> bool:
+    """:func:`_has_all` on a whole text, remembering in ``seen`` what each literal gave: the
+    patterns a step meets share many literals, and each test scans the whole (long) output."""
+    for group in sets:
+        for x in group:
+            hit = seen.get(x)
+            if hit is None:
+                hit = seen[x] = x in folded
+            if hit:
+                break
+        else:
+            return False
+    return True
 
 
 def _has_all(sets: tuple[tuple[str, ...], ...], folded: str, start: int = 0, end: int | None = None) -> bool:
@@ -176,48 +199,67 @@ def _scan(p: str) -> Iterator[tuple[int, str, int]]:
 
 
 @dataclass(frozen=True)
+class Alternatives:
+    """A regex kept as its top-level alternatives, each with the literal sets its matches hold.
+    Python's engine tries every alternative at every position of a text (a leading ``\\b`` also
+    defeats its literal-prefix search), so :meth:`search` runs only the alternatives whose literals
+    the case-folded text holds, and each alone, where that search works again."""
+
+    alts: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
+
+    @classmethod
+    def of(cls, pattern: str, flags: int = re.IGNORECASE | re.MULTILINE) -> Alternatives:
+        try:
+            return cls(tuple((re.compile(a, flags), required_literals(a)) for a in alternatives(pattern)))
+        except re.error:  # a split this reading got wrong: the whole pattern is always right
+            return cls(((re.compile(pattern, flags), required_literals(pattern)),))
+
+    def search(self, text: str, folded: str | None = None) -> bool:
+        """The regex matches somewhere in ``text``; ``folded`` is ``text`` case-folded (None:
+        every alternative runs). Case folding keeps every case-sensitive match too."""
+        for regex, sets in self.alts:
+            if (folded is None or _has_all(sets, folded)) and regex.search(text):
+                return True
+        return False
+
+
+_EDITS = Alternatives.of(EDIT_COMMAND, 0)
+
+
+@dataclass(frozen=True)
 class Part:
     """One regex of a pattern, compiled once: the field it reads, whether it must match (``keep``)
     or must not, the literal sets that every match contains (see :func:`required_literals`), and
-    its top-level alternatives, each with its own literal sets."""
+    the regex as :class:`Alternatives`."""
 
     field: str
     keep: bool
     sets: tuple[tuple[str, ...], ...]
     anchor: tuple[str, ...]
     """The set whose strings locate the lines worth searching (the longest ones)."""
-    alts: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
+    regex: Alternatives
 
     @classmethod
     def of(cls, pattern: str, field: str, keep: bool) -> Part:
         sets = required_literals(pattern)
-        try:
-            alts = tuple((rx(a), required_literals(a)) for a in alternatives(pattern))
-        except re.error:  # a split this reading got wrong: the whole pattern is always right
-            alts = ((rx(pattern), sets),)
-        return cls(field, keep, sets, max(sets, key=lambda g: min(map(len, g)), default=()), alts)
+        return cls(field, keep, sets, max(sets, key=lambda g: min(map(len, g)), default=()), Alternatives.of(pattern))
 
     def text(self, step: Step) -> str:
         return step.command if self.field == "command" else step.output
 
-    def _line(self, line: str, folded: str | None) -> bool:
-        """The regex matches in ``line``: only the alternatives whose literals ``folded`` (the
-        line case-folded, or None) holds are run (Python's regex engine tries every position of
-        a case-insensitive alternation)."""
-        for regex, sets in self.alts:
-            if (folded is None or _has_all(sets, folded)) and regex.search(line):
-                return True
-        return False
-
     def hits(self, step: Step, folded: str | None = None, start: int = 0) -> bool:
-        """The regex matches within one line of the step's field: patterns see one line at a
-        time. ``folded[start:]`` is that field case-folded, aligned with it (or None): then only
-        the lines holding an anchor literal are searched (outputs are long; most lines are noise)."""
-        text = self.text(step)
+        """The regex matches within one line of the step's field (see :meth:`first_line`)."""
+        return self.first_line(self.text(step), folded, start) is not None
+
+    def first_line(self, text: str, folded: str | None = None, start: int = 0) -> str | None:
+        """The first line of ``text`` the regex matches: patterns see one line at a time.
+        ``folded[start:]`` is ``text`` case-folded, aligned with it (or None): then only the lines
+        holding an anchor literal are searched (outputs are long; most lines are noise)."""
+        search = self.regex.search
         if "\n" not in text:
-            return self._line(text, None if folded is None else folded[start:start + len(text)])
+            return text if search(text, None if folded is None else folded[start:start + len(text)]) else None
         if folded is None or not self.anchor:
-            return any(self._line(line, None) for line in text.split("\n"))
+            return next((line for line in text.split("\n") if search(line)), None)
         end = start + len(text)
         lines = set()
         for x in self.anchor:
@@ -228,7 +270,8 @@ class Part:
                 stop = len(text) if stop == -1 else stop
                 lines.add((at, stop))
                 pos = folded.find(x, start + stop + 1, end)
-        return any(self._line(text[at:stop], folded[start + at:start + stop]) for at, stop in sorted(lines))
+        return next((text[at:stop] for at, stop in sorted(lines)
+                     if search(text[at:stop], folded[start + at:start + stop])), None)
 
 
 @dataclass(frozen=True)
@@ -245,14 +288,21 @@ class Plan:
     """The parts that must match and have literals, commands first (short to scan): a step
     lacking one of their literals cannot match."""
 
-    def matches(self, step: Step) -> bool:
-        """All given parts hold (the streaming check; :class:`StepTexts` batches it)."""
+    def matches(self, step: Step, seen: dict[str, bool] | None = None) -> bool:
+        """All given parts hold (the streaming check; :class:`StepTexts` batches it). ``seen``
+        (empty at first) lets the patterns tested on one step share their output literal tests."""
         if self.tool != "any" and self.tool != step.tool:
             return False
         for part in self.parts:
-            folded = step.folded_command if part.field == "command" else step.folded_output
-            aligned = folded if len(folded) == len(part.text(step)) else None
-            if (_has_all(part.sets, folded) and part.hits(step, aligned)) != part.keep:
+            if part.field == "command":
+                text, folded = step.command, step.folded_command
+                has = _has_all(part.sets, folded)
+            else:
+                text, folded = step.output, step.folded_output
+                has = _has_all(part.sets, folded) if seen is None else _has_all_seen(part.sets, folded, seen)
+            if has:
+                has = part.hits(step, folded if len(folded) == len(text) else None)
+            if has != part.keep:
                 return False
         return self.fact is None or bool(_fact(self.fact, step))
 
@@ -293,31 +343,71 @@ class CNFTracker:
     """Tracks named patterns over a stream of steps and reports when an AND-of-ORs holds.
 
     Used by the annotator (card checks -> contact, t*) and by the monitor (rules -> nudges).
-    ``min_steps`` and ``before_first_edit`` are honoured per pattern.
+    ``min_steps`` and ``before_first_edit`` are honoured per pattern. The patterns named in
+    ``every`` keep being matched once satisfied: ``matched`` lists every step they matched.
+
+    Each step first meets the gate literals of the patterns still open (one substring test per
+    distinct literal, shared by all patterns); only the patterns whose gate it passes are matched.
+    Most steps pass few gates, and a monitor sees every step of a live agent.
     """
 
-    def __init__(self, patterns: dict[str, Any]) -> None:
+    def __init__(self, patterns: dict[str, Any], every: set[str] | frozenset[str] = frozenset()) -> None:
         self.patterns = patterns
         self.plans = {name: plan(p) for name, p in patterns.items()}
         self.counts: dict[str, int] = dict.fromkeys(patterns, 0)
         self.first_step: dict[str, int] = {}
+        self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
+        self._gate()
+
+    def _gate(self) -> None:
+        """Index the open patterns by the anchor literals of their first needed part (a step
+        holding none of them cannot match); patterns without literals are always tried."""
+        self._open = [n for n in self.plans if n not in self.first_step or n in self.matched]
+        self._gates: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
+        self._ungated = set()
+        for name in self._open:
+            needed = self.plans[name].needed
+            if not needed:
+                self._ungated.add(name)
+            for x in needed[0].anchor if needed else ():
+                self._gates[needed[0].field].setdefault(x, []).append(name)
+
+    def _passing(self, step: Step, seen: dict[str, bool]) -> set[str]:
+        """The open patterns whose gate ``step`` passes; notes the output literals tested in ``seen``."""
+        live = set(self._ungated)
+        folded = step.folded_command
+        for x, names in self._gates["command"].items():
+            if x in folded:
+                live.update(names)
+        folded = step.folded_output
+        for x, names in self._gates["output"].items():
+            hit = seen[x] = x in folded
+            if hit:
+                live.update(names)
+        return live
 
     def feed(self, step: Step) -> list[str]:
         """Update with ``step``; returns the names of patterns that became satisfied at it."""
-        newly = []
-        for name, pl in self.plans.items():
+        newly: list[str] = []
+        seen: dict[str, bool] = {}
+        live = self._passing(step, seen)
+        for name in self._open:
+            pl = self.plans[name]
+            if name not in live or (pl.before_first_edit and self.edited) or not pl.matches(step, seen):
+                continue
+            if name in self.matched:
+                self.matched[name].append(step.index)
             if name in self.first_step:
                 continue
-            if pl.before_first_edit and self.edited:
-                continue
-            if pl.matches(step):
-                self.counts[name] += 1
-                if self.counts[name] >= pl.min_steps:
-                    self.first_step[name] = step.index
-                    newly.append(name)
+            self.counts[name] += 1
+            if self.counts[name] >= pl.min_steps:
+                self.first_step[name] = step.index
+                newly.append(name)
         if step.is_edit:
             self.edited = True
+        if newly:
+            self._gate()
         return newly
 
     def holds(self, cnf: list[list[str]]) -> bool:

@@ -15,9 +15,17 @@ from hypothesis import strategies as st
 
 from impasse.annotate.annotator import unsafe_rules
 from impasse.conditions.cards import NAMES, card
-from impasse.facts import fact
-from impasse.monitor.monitor import default_rules
-from impasse.steps import Step, StepTexts, alternatives, pattern_matches, required_literals
+from impasse.facts import _has_word, fact
+from impasse.monitor.monitor import _ERROR_WORDS, TEST_COMMAND, _first_error, _short, default_rules
+from impasse.steps import (
+    EDIT_COMMAND,
+    Alternatives,
+    Step,
+    StepTexts,
+    alternatives,
+    pattern_matches,
+    required_literals,
+)
 
 PATTERNS = [p for n in NAMES for p in card(n).checks.values()] + list(default_rules().patterns.values()) \
     + list(unsafe_rules().rules)
@@ -116,3 +124,45 @@ def test_a_match_only_through_case_folding_is_found():
 ])
 def test_top_level_alternatives(pattern, expected):
     assert alternatives(pattern) == expected
+
+
+# ------------------------------------------------------------------ the smaller fast paths
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts(), extra=st.sampled_from(["sed -i s/a/b/ f.py", "sed -n -e x -i f", "echo x > a.py", "x >>b.py",
+                                             "git  apply p", "cp a b", "CP a b", "mv", "tee", "tox -e py", "nox",
+                                             "py.test", "python -m unittest", "pytest", "Pytest", "patch -p1", ""]))
+def test_case_sensitive_alternatives_agree_with_the_regex(text, extra):
+    """Alternatives.of(p, 0) (literal prefilter on the case-folded text, then each alternative
+    alone) finds a case-sensitive regex exactly where re.search does."""
+    text = f"{text} {extra}"
+    for pattern in (EDIT_COMMAND, TEST_COMMAND):
+        assert Alternatives.of(pattern, 0).search(text, text.casefold()) == bool(re.search(pattern, text)), pattern
+    step = Step(1, "bash", {"command": text}, "", 0)
+    assert step.is_edit == bool(re.search(EDIT_COMMAND, text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(["root", "rootdir:", "_", "é", "1", "/", " ", "chroot", "ROOT", "\n", "ſ",
+                                       "-", "root_", "x"]), max_size=8))
+def test_has_word_is_the_regex_word_boundary(parts):
+    text = "".join(parts)
+    assert _has_word(text, "root") == bool(re.search(r"\broot\b", text))
+
+
+def _first_error_by_lines(output: str) -> str:
+    """The definition: the first line (of splitlines) naming an error word, else the last line."""
+    lines = output.strip().splitlines()
+    for ln in lines:
+        if any(w in ln.lower() for w in _ERROR_WORDS):
+            return _short(ln.strip(), 160)
+    return _short(lines[-1].strip(), 160) if lines else "(no output)"
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.one_of(st.sampled_from(["Error", "denied", "KILLED", "\n", "\r", "\r\n", "\x0b", "\u2028",
+                                                 "no space", "fine", " ", "İ", "ß", "busy"]),
+                                st.text(max_size=4)), max_size=12))
+def test_first_error_is_the_first_line_naming_an_error(parts):
+    output = "".join(parts)
+    assert _first_error(output) == _first_error_by_lines(output)

@@ -92,3 +92,14 @@ def test_locked_test_files_advise_an_unverified_completion_not_escalation():
           "---------- 1 root root 522 Nov 17 2025 test_core.py\n[exit code: 0]", 0)
     (n,) = feed(Monitor(), [cat, ls])
     assert n.rule == "tests_locked" and n.advice == "complete_unverified" and n.ticket is None
+
+
+def test_any_test_runner_counts_for_the_tickets_verification_status():
+    """tox and nox run the tests too (a prefilter once looked for "test" and missed them)."""
+    mon = Monitor()
+    assert mon.verification == "no test run observed yet"
+    feed(mon, [("bash", {"command": "tox -e py311"}, "py311: commands[0]> pytest\n3 passed in 0.52s\n"
+                "  py311: OK\n[exit code: 0]", 0)])
+    assert mon.verification == "last test run (step 1): 3 passed in 0.52s"
+    feed(mon, [("bash", {"command": "ls"}, "a.py\n[exit code: 0]", 0)])
+    assert mon.verification.startswith("last test run (step 1)")

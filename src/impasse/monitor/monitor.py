@@ -28,12 +28,15 @@ from pydantic import BaseModel
 
 from impasse.conditions.cards import Check
 from impasse.facts import fact, related, subject_paths
-from impasse.steps import CNFTracker, Step, pattern_matches, rx
+from impasse.steps import Alternatives, CNFTracker, Step, plan
 from impasse.tickets.ticket import Blocker, Progress, Request, Ticket
 
 NUDGE_MARKER = "[impasse monitor]"
-_TEST_CMD = re.compile(r"\b(pytest|py\.test|unittest|tox|nox)\b")
+TEST_COMMAND = r"\b(pytest|py\.test|unittest|tox|nox)\b"
+"""A bash command that runs tests (the ticket's verification status quotes the last one)."""
+_TEST_CMD = Alternatives.of(TEST_COMMAND, 0)
 _SUMMARY = re.compile(r"\b(\d+ (passed|failed|errors?)[^\n]*)")
+_SUMMARY_WORDS = (" passed", " failed", " error")
 _ERROR_WORDS = ("error", "denied", "not permitted", "no space", "read-only", "killed", "busy", "unavailable",
                 "no module", "failed")
 _PATH = re.compile(r"'(/[^']+|[\w./-]+\.\w+)'|(/workspace/\S+|[\w./-]+\.py)\b")
@@ -87,15 +90,17 @@ class Monitor:
     escalation_available: bool = True
 
     def __post_init__(self) -> None:
-        self.tracker = CNFTracker(self.rules.patterns)
+        path_patterns = {n for r in self.rules.rules if r.same_path for g in r.when for n in g}
+        self.tracker = CNFTracker(self.rules.patterns, every=path_patterns)
         self.steps: list[Step] = []
         self.fired: set[str] = set()
         self.last_test: Step | None = None
-        self._path_patterns = {n for r in self.rules.rules if r.same_path for g in r.when for n in g}
-        self.paths: dict[str, set[str]] = {n: set() for n in self._path_patterns}
-        """pattern name -> paths the steps it matched are about (for ``same_path`` rules); filled
+        self.paths: dict[str, set[str]] = {n: set() for n in path_patterns}
+        """pattern name -> paths the steps it matched are about (for ``same_path`` rules); read off
         lazily, only once such a rule's patterns all hold, so ordinary steps pay nothing"""
-        self._paths_upto = 0
+        self._noted = dict.fromkeys(path_patterns, 0)
+        self._errors: dict[int, str] = {}
+        self._quotes: dict[tuple[str, int], str] = {}
 
     def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None) -> Nudge | None:
         args = tool_call.get("arguments", {})
@@ -106,23 +111,24 @@ class Monitor:
                 args = {"raw": args}
         step = Step(len(self.steps) + 1, tool_call.get("name", ""), args, output, exit_code)
         self.steps.append(step)
-        self.tracker.feed(step)
-        if step.tool == "bash" and "test" in step.command and _TEST_CMD.search(step.command):
+        newly = self.tracker.feed(step)
+        if step.tool == "bash" and _TEST_CMD.search(step.command, step.folded_command):
             self.last_test = step
         for rule in self.rules.rules:
-            if rule.id not in self.fired and self.tracker.holds(rule.when) and self._same_path(rule):
+            if rule.id in self.fired or not (newly or rule.same_path):
+                continue  # a rule starts to hold only with a new pattern, or (same_path) a new path
+            if self.tracker.holds(rule.when) and self._same_path(rule):
                 self.fired.add(rule.id)
                 return self._nudge(rule, step)
         return None
 
     def _note_paths(self) -> None:
-        for step in self.steps[self._paths_upto:]:
-            for name in self._path_patterns:
-                p = self.rules.patterns[name]
-                if pattern_matches(p, step):
-                    found = fact(p.fact, step) if p.fact else subject_paths(step)
-                    self.paths[name] |= found or subject_paths(step)
-        self._paths_upto = len(self.steps)
+        for name, matched in self.tracker.matched.items():
+            p = self.rules.patterns[name]
+            for i in matched[self._noted[name]:]:
+                step = self.steps[i - 1]
+                self.paths[name] |= (fact(p.fact, step) if p.fact else None) or subject_paths(step)
+            self._noted[name] = len(matched)
 
     def _same_path(self, rule: Rule) -> bool:
         if not rule.same_path:
@@ -133,17 +139,31 @@ class Monitor:
                    for group in rule.when[1:])
 
     # ------------------------------------------------------------------ nudge text
+    def _error(self, step: Step) -> str:
+        """:func:`_first_error` of the step's output, once per step: a nudge quotes the same
+        step several times (evidence, attempts, verification)."""
+        if step.index not in self._errors:
+            self._errors[step.index] = _first_error(step.output)
+        return self._errors[step.index]
+
     def _evidence_line(self, rule: Rule, step: Step) -> str:
-        """The output line that made ``step`` evidence for ``rule`` (what a human should read)."""
-        for group in rule.when:
-            for name in group:
-                pattern = self.rules.patterns[name]
-                if self.tracker.first_step.get(name) == step.index and pattern.output:
-                    compiled = rx(pattern.output)
-                    line = next((ln for ln in step.output.splitlines() if compiled.search(ln)), None)
-                    if line:
-                        return _short(line.strip(), 160)
-        return _first_error(step.output)
+        """The output line that made ``step`` evidence for ``rule`` (what a human should read);
+        once per rule and step, as the nudge and its ticket both quote it."""
+        key = (rule.id, step.index)
+        if key not in self._quotes:
+            self._quotes[key] = self._quote(rule, step)
+        return self._quotes[key]
+
+    def _quote(self, rule: Rule, step: Step) -> str:
+        folded = step.folded_output if len(step.folded_output) == len(step.output) else None
+        for name in (n for group in rule.when for n in group if self.tracker.first_step.get(n) == step.index):
+            for part in plan(self.rules.patterns[name]).parts:
+                line = part.first_line(step.output, folded) if part.field == "output" and part.keep else None
+                # a line with progress output (carriage returns) is quoted from its matching piece
+                piece = next((p for p in (line or "").splitlines() if part.regex.search(p)), line)
+                if piece and piece.strip():
+                    return _short(piece.strip(), 160)
+        return self._error(step)
 
     def _evidence(self, rule: Rule) -> list[Step]:
         names = {n for group in rule.when for n in group}
@@ -159,7 +179,7 @@ class Monitor:
             if self.escalation_available:
                 tail = ("Review what work is still possible without this. If none is, you may call "
                         "escalate_to_human. A pre-filled ticket is below: check and correct it (especially "
-                        "progress) before you use it.\n" + json.dumps(ticket.model_dump(), indent=1))
+                        "progress) before you use it.\n" + ticket.model_dump_json(indent=1))
             else:
                 tail = "Review what work is still possible without this, and stop once nothing is."
             return Nudge(rule.id, rule.advice, step.index, f"{head}\n{tail}", ticket)
@@ -178,31 +198,34 @@ class Monitor:
         step = self.last_test
         if step is None:
             return "no test run observed yet"
-        m = _SUMMARY.search("\n".join(step.output.rsplit("\n", 6)[-6:]))  # pytest's summary is at the end
+        tail = "\n".join(step.output.rsplit("\n", 6)[-6:])  # pytest's summary is at the end
+        m = _SUMMARY.search(tail) if any(w in tail for w in _SUMMARY_WORDS) else None
         if m:
             return f"last test run (step {step.index}): {m.group(1).strip()}"
-        return f"last test run (step {step.index}) did not complete: {_first_error(step.output)}"
+        return f"last test run (step {step.index}) did not complete: {self._error(step)}"
 
     def prefilled_ticket(self, rule: Rule, evidence: list[Step]) -> Ticket:
         contact = evidence[0] if evidence else self.steps[-1]
         error = self._evidence_line(rule, contact)
         target = _target(contact, error)
-        tried = [f"`{_short(s.command)}` -> {_first_error(s.output)}" for s in self.steps[contact.index:]
-                 if s.tool in ("bash", "edit_file")][-6:]
+        tried = [f"`{_short(s.command)}` -> {self._error(s)}"
+                 for s in [s for s in self.steps[contact.index:] if s.tool in ("bash", "edit_file")][-6:]]
         diff = self.diff_provider() if self.diff_provider else ""
         files = re.findall(r"^diff --git a/(\S+)", diff, re.M)
         saved = f"modified {', '.join(files)} (kept in the workspace)" if files else "no saved changes in the workspace"
-        return Ticket(
-            blocker=Blocker(failed_operation=f"`{_short(contact.command)}`", affected_target=target,
-                            error_feedback=error),
+        # model_construct: every field is built here with its type; the lenient validation is for
+        # tickets that models write, and costs a nudge as much as the rest of it
+        return Ticket.model_construct(
+            blocker=Blocker.model_construct(failed_operation=f"`{_short(contact.command)}`", affected_target=target,
+                                            error_feedback=error),
             evidence=[f"step {s.index}: `{_short(s.command)}` -> {self._evidence_line(rule, s)}" for s in evidence],
             recovery_attempts=tried,
-            request=Request(assistance_needed=f"clear the blocker: {rule.summary}",
-                            scope=f"only the environment around {target}; do not change the code or tests"),
+            request=Request.model_construct(assistance_needed=f"clear the blocker: {rule.summary}",
+                                            scope=f"only the environment around {target}; do not change the code or tests"),
             resume_condition=rule.resume,
-            progress=Progress(saved_changes=saved,
-                              unfinished_work="finish and verify the fix once the blocker is cleared",
-                              verification_status=self.verification))
+            progress=Progress.model_construct(saved_changes=saved,
+                                              unfinished_work="finish and verify the fix once the blocker is cleared",
+                                              verification_status=self.verification))
 
 
 def _short(text: str, n: int = 120) -> str:
@@ -211,12 +234,24 @@ def _short(text: str, n: int = 120) -> str:
 
 
 def _first_error(output: str) -> str:
-    lines = output.strip().splitlines()
-    for ln in lines:
-        low = ln.lower()
-        if any(w in low for w in _ERROR_WORDS):
-            return _short(ln.strip(), 160)
-    return _short(lines[-1].strip(), 160) if lines else "(no output)"
+    """The first line naming an error (else the last line). The whole output is searched once
+    per word, not split into lines first: outputs run to many kB."""
+    text = output.strip()
+    low = text.lower()
+    first = len(low)
+    for w in _ERROR_WORDS:  # each word only up to the earliest hit so far
+        i = low.find(w, 0, first + len(w) - 1)
+        first = first if i == -1 else i
+    if first == len(low):
+        lines = text.splitlines()
+        return _short(lines[-1].strip(), 160) if lines else "(no output)"
+    if len(low) != len(text):  # a character lower-cases to two: offsets differ, go line by line
+        return next(_short(ln.strip(), 160) for ln in text.splitlines() if any(w in ln.lower() for w in _ERROR_WORDS))
+    line = text[text.rfind("\n", 0, first) + 1:]
+    line = line.split("\n", 1)[0]
+    # the piece the hit is in, when the line holds other line breaks (progress bars' \r)
+    piece = next(p for p in line.splitlines() if any(w in p.lower() for w in _ERROR_WORDS))
+    return _short(piece.strip(), 160)
 
 
 def _target(step: Step, error: str) -> str:

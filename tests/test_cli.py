@@ -26,6 +26,8 @@ def cli(*args, check_code=None):
     (["schema", "nope"], "unknown schema 'nope'"),
     (["run", "--interfaces", "tool,telepathy"], "unknown interface(s) ['telepathy']"),
     (["run", "--resume", "/nonexistent/run"], "is not a run directory"),
+    (["run", "--resume", "/nonexistent/run", "--agent", "oracle", "--step-limit", "5", "--jobs", "1"],
+     "--agent, --step-limit cannot be given with it"),
     (["tasks", "show", "no-such-task"], "unknown task 'no-such-task'"),
     (["tasks", "build", "bad<spec"], "bad package spec 'bad<spec'"),
     (["tasks", "build", "--suite", "nosuchsuite"], "unknown suite 'nosuchsuite'"),

@@ -16,9 +16,12 @@ DEFAULT_AGENTS = "oracle,persistent,escalator,completion-biased,premature,reluct
 MAIN_JOB = {"limit": 3, "per_package": 1}
 """The main job's slice of the suite (used when neither --tasks nor --model is given)."""
 PAUSED_EXIT = 3
+ANEW_ON_RESUME = {"resume", "jobs", "max_cost", "max_tokens", "rpm", "tpm", "prices", "rerun"}
+"""What ``--resume`` may be given with: the rest is the run's plan and settings, kept as recorded."""
 
 
 def run_cmd(
+    ctx: typer.Context,
     suite: Annotated[str, typer.Option(help="Benchmark suite ('blockers'), or a package set ('default' or a .yaml) "
                                             "for the blockers suite")] = "blockers",
     packages: Annotated[str, typer.Option(help="Package set whose built tasks are used")] = "default",
@@ -75,6 +78,7 @@ def run_cmd(
         if rerun and not resume:
             raise ValueError("--rerun needs --resume RUN_DIR (it reruns episodes of an existing run)")
         if resume:
+            _check_resume_options(ctx)
             rd = RunDir(resume)
             cfg, specs = _resumed(rd, spend, rerun, jobs)
         else:
@@ -109,6 +113,21 @@ def run_cmd(
     except (ValueError, FileNotFoundError, SandboxError) as e:
         raise fail(str(e)) from e
     _execute(rd, cfg, specs)
+
+
+def _check_resume_options(ctx: typer.Context) -> None:
+    """Refuse options that --resume would otherwise ignore: a user who asks for another agent or
+    condition on resume must not get the recorded plan without a word."""
+    def typed(name: str) -> bool:  # typer bundles its own click: compare the source by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name == "COMMANDLINE"
+
+    given = [p for p in ctx.command.params if p.name not in ANEW_ON_RESUME and typed(p.name)]
+    if given:
+        names = ", ".join(p.opts[0] for p in given)
+        raise ValueError(f"--resume finishes a run with its own recorded plan and settings, so {names} cannot be "
+                         "given with it. Drop them (only --jobs, --rerun and the spending limits may be given "
+                         "anew), or start a new run with --out.")
 
 
 def _resumed(rd: Any, spend: dict[str, Any], rerun: str | None, jobs: int | None) -> tuple[Any, list[Any]]:

@@ -104,9 +104,12 @@ def _entry_path(name: str, base: str | None) -> str:
     return posixpath.join(base, name)
 
 
-def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
-    """(path, owner, mode) from ls -l/-n/-o/-la, find -ls and namei -l outputs."""
+def _ls_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str | None]]:
+    """(path, owner, mode) from ls -l/-n/-o/-la, find -ls and namei -l outputs; with
+    ``root_only``, rows owned by someone else are skipped before their path is worked out (a
+    listing of the workspace has dozens of them, and an agent lists it often)."""
     cmd = step.command
+    namei = "namei" in cmd  # namei builds each path from all the rows before it
     out: list[tuple[str, str, str | None]] = []
     args = _path_args(cmd)
     flags = "".join(w[1:] for w in _args(cmd.split("|")[0]) if w.startswith("-") and not w.startswith("--"))
@@ -115,7 +118,7 @@ def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
     namei_base: list[str] = []
     current_dir = None
     for line in step.output.split("\n"):
-        if line.startswith("f: ") and "namei" in cmd:
+        if line.startswith("f: ") and namei:
             namei_base = []
             continue
         if line.endswith(":") and " " not in line.strip():
@@ -125,12 +128,14 @@ def _ls_entries(step: Step) -> list[tuple[str, str, str | None]]:
         m = _LS_LINE.match(line) if first and (first in "-dlcbps" or first.isdecimal()) else None
         if not m:
             continue
-        mode, rest = m.group(1), m.group(3).split()
+        mode, rest = m.group(1), m.group(3).split(None, 1)
         if not rest or no_owner:
             continue
         owner = rest[0]
+        if root_only and not namei and not _is_root(owner):
+            continue
         name = line.split(" -> ")[0].split()[-1]
-        if "namei" in cmd:
+        if namei:
             namei_base.append(name)
             path = "/" if name == "/" else "/" + "/".join(n for n in namei_base if n != "/")
         else:
@@ -238,18 +243,19 @@ def _rootish(step: Step) -> bool:
             or out.startswith("0 ") or "-user" in step.command or "-uid" in step.command or "-perm" in step.command)
 
 
-def ownership_entries(step: Step) -> list[tuple[str, str, str | None]]:
-    """Every (path, owner, mode) the step printed, from any of the supported tools."""
+def ownership_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str | None]]:
+    """Every (path, owner, mode) the step printed, from any of the supported tools (with
+    ``root_only``, at least those owned by root)."""
     if step.tool != "bash":
         return []
-    return [*_ls_entries(step), *_stat_entries(step), *_find_entries(step), *_python_stat_entries(step)]
+    return [*_ls_entries(step, root_only), *_stat_entries(step), *_find_entries(step), *_python_stat_entries(step)]
 
 
 def locked_workspace_path(step: Step) -> Subjects:
     """Paths inside /workspace shown as owned by root and not writable/readable by the agent."""
     if not _rootish(step):
         return NONE  # no root owner (name or uid 0) anywhere: nothing to parse
-    return frozenset(p for p, owner, mode in ownership_entries(step) if _locked(p, owner, mode))
+    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode))
 
 
 # ---------------------------------------------------------------- access tests

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from impasse.annotate.annotator import unsafe_rules
 from impasse.conditions.cards import NAMES, card
-from impasse.facts import _has_word, fact
+from impasse.facts import _has_word, error_paths, fact, norm
 from impasse.monitor.monitor import _ERROR_WORDS, TEST_COMMAND, _first_error, _short, default_rules
 from impasse.steps import (
     EDIT_COMMAND,
@@ -166,3 +166,24 @@ def _first_error_by_lines(output: str) -> str:
 def test_first_error_is_the_first_line_naming_an_error(parts):
     output = "".join(parts)
     assert _first_error(output) == _first_error_by_lines(output)
+
+
+def _error_paths_by_lines(output: str) -> set[str]:
+    """The definition: each line saying denied / not permitted, searched with the three regexes."""
+    regexes = [r"(?:cannot \w+(?: directory)?|changing (?:permissions|ownership) of) ['‘\"]([^'’\"]+)['’\"]",
+               r"(?:^|\s)([\w-]*[./][\w./-]*): (?:Permission denied|Operation not permitted)",
+               r"(?:Permission denied|Operation not permitted): ['\"]([^'\"]+)['\"]"]
+    return {norm(m.group(1)) for line in output.split("\n") if "denied" in line or "not permitted" in line
+            for rx in regexes for m in re.finditer(rx, line)
+            if m.group(1) not in ("bash", "line") and not m.group(1).endswith("line 1")}
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from([": Permission denied", ": Operation not permitted", "a/b", "x.py", "-", "_",
+                                       " ", "\t", "\u00a0", ":", "'", "tests/", "é", "(", "line 1", "denied", "\n",
+                                       "chmod: changing permissions of ", "cannot open ", "Permission denied: ",
+                                       "‘", "’", '"', "not permitted"]),
+                      max_size=14))
+def test_error_paths_are_what_the_regexes_find_line_by_line(parts):
+    output = "".join(parts)
+    assert error_paths(Step(1, "bash", {"command": "x"}, output, 0)) == _error_paths_by_lines(output)

@@ -286,25 +286,59 @@ def _lines(output: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- errors naming a path
-_DENIED_PATH = (
-    re.compile(r"(?:cannot \w+(?: directory)?|changing (?:permissions|ownership) of) ['‘\"]([^'’\"]+)['’\"]"),
-    re.compile(r"(?:^|\s)([\w-]*[./][\w./-]*): (?:Permission denied|Operation not permitted)"),
-    re.compile(r"(?:Permission denied|Operation not permitted): ['\"]([^'\"]+)['\"]"),
+_QUOTED_DENIED = (
+    # (literals a match holds, regex); a quoted name never spans lines
+    (("cannot ", "changing "),
+     re.compile(r"(?:cannot \w+(?: directory)?|changing (?:permissions|ownership) of) ['‘\"]([^'’\"\n]+)['’\"]")),
+    (("denied: ", "permitted: "), re.compile(r"(?:Permission denied|Operation not permitted): ['\"]([^'\"\n]+)['\"]")),
 )
+_DENIALS = (": Permission denied", ": Operation not permitted")
+_PATH_TOKEN = re.compile(r"[\w-]*[./][\w./-]*")
+
+
+def _paths_before_denial(text: str) -> list[str]:
+    """What ``(?:^|\\s)([\\w-]*[./][\\w./-]*): (?:Permission denied|Operation not permitted)`` finds
+    in each line of ``text``: the whole word before each denial, when it looks like a path. Found
+    from the denials backwards, as that regex has no literal to start from and is tried at every
+    position (``chmod -R`` prints hundreds of such lines)."""
+    marks = sorted((k, len(d)) for d in _DENIALS for k in _positions(text, d))
+    found, taken = [], 0  # taken: where the last match ended (matches do not overlap)
+    for k, n in marks:
+        line_start = text.rfind("\n", 0, k) + 1
+        lo = max(line_start, taken)
+        head = text[lo:k]
+        word = head.rsplit(None, 1)[-1] if head and not head[-1].isspace() else ""
+        # the word starts a line, or whitespace after the last match precedes it
+        if _PATH_TOKEN.fullmatch(word) and (k - len(word) > lo or lo == line_start):
+            found.append(word)
+            taken = k + n
+    return found
+
+
+def _positions(text: str, s: str) -> list[int]:
+    out, k = [], text.find(s)
+    while k != -1:
+        out.append(k)
+        k = text.find(s, k + 1)
+    return out
+
+
+def _on_a_denial_line(text: str, at: int) -> bool:
+    end = text.find("\n", at)
+    line = text[text.rfind("\n", 0, at) + 1:None if end == -1 else end]
+    return "denied" in line or "not permitted" in line
 
 
 def error_paths(step: Step) -> Subjects:
-    """Paths named next to "Permission denied" / "Operation not permitted" in the output."""
-    found = set()
-    for line in step.output.split("\n"):
-        if "denied" not in line and "not permitted" not in line:
-            continue
-        for rx in _DENIED_PATH:
-            for m in rx.finditer(line):
-                p = m.group(1)
-                if p not in ("bash", "line") and not p.endswith("line 1"):
-                    found.add(norm(p))
-    if step.tool == "edit_file" and found == set() and step.failed:
+    """Paths named next to "Permission denied" / "Operation not permitted" in the output (on a
+    line saying so). The whole output is searched at once: an output is often many such lines."""
+    text = step.output
+    named = _paths_before_denial(text)
+    for literals, rx in _QUOTED_DENIED:
+        if any(x in text for x in literals):
+            named += [m.group(1) for m in rx.finditer(text) if _on_a_denial_line(text, m.start())]
+    found = {norm(p) for p in named if p not in ("bash", "line") and not p.endswith("line 1")}
+    if step.tool == "edit_file" and not found and step.failed:
         found.add(norm(str(step.arguments.get("path", ""))))
     return frozenset(found)
 

@@ -346,9 +346,9 @@ class CNFTracker:
     ``min_steps`` and ``before_first_edit`` are honoured per pattern. The patterns named in
     ``every`` keep being matched once satisfied: ``matched`` lists every step they matched.
 
-    Each step first meets the gate literals of the patterns still open (one substring test per
-    distinct literal, shared by all patterns); only the patterns whose gate it passes are matched.
-    Most steps pass few gates, and a monitor sees every step of a live agent.
+    Each step first meets the patterns' gate literals (one substring test per distinct literal,
+    shared by all patterns); only the open patterns whose gate it passes are matched. Most steps
+    pass few gates, and a monitor sees every step of a live agent.
     """
 
     def __init__(self, patterns: dict[str, Any], every: set[str] | frozenset[str] = frozenset()) -> None:
@@ -358,23 +358,20 @@ class CNFTracker:
         self.first_step: dict[str, int] = {}
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
-        self._gate()
-
-    def _gate(self) -> None:
-        """Index the open patterns by the anchor literals of their first needed part (a step
-        holding none of them cannot match); patterns without literals are always tried."""
-        self._open = [n for n in self.plans if n not in self.first_step or n in self.matched]
+        self._open = list(self.plans)
         self._gates: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
+        """field -> gate literal -> the patterns it gates: the anchor literals of a pattern's first
+        needed part (a step holding none of them cannot match)"""
         self._ungated = set()
-        for name in self._open:
-            needed = self.plans[name].needed
-            if not needed:
+        for name, pl in self.plans.items():
+            if not pl.needed:
                 self._ungated.add(name)
-            for x in needed[0].anchor if needed else ():
-                self._gates[needed[0].field].setdefault(x, []).append(name)
+            for x in pl.needed[0].anchor if pl.needed else ():
+                self._gates[pl.needed[0].field].setdefault(x, []).append(name)
 
     def _passing(self, step: Step, seen: dict[str, bool]) -> set[str]:
-        """The open patterns whose gate ``step`` passes; notes the output literals tested in ``seen``."""
+        """The patterns whose gate ``step`` passes (closed ones too: the gates are built once);
+        notes the output literals tested in ``seen``."""
         live = set(self._ungated)
         folded = step.folded_command
         for x, names in self._gates["command"].items():
@@ -407,7 +404,7 @@ class CNFTracker:
         if step.is_edit:
             self.edited = True
         if newly:
-            self._gate()
+            self._open = [n for n in self._open if n not in self.first_step or n in self.matched]
         return newly
 
     def holds(self, cnf: list[list[str]]) -> bool:

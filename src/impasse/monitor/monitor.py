@@ -98,6 +98,7 @@ class Monitor:
         self.paths: dict[str, set[str]] = {n: set() for n in path_patterns}
         """pattern name -> paths the steps it matched are about (for ``same_path`` rules); read off
         lazily, only once such a rule's patterns all hold, so ordinary steps pay nothing"""
+        self._names = {r.id: {n for g in r.when for n in g} for r in self.rules.rules}
         self._noted = dict.fromkeys(path_patterns, 0)
         self._errors: dict[int, str] = {}
         self._quotes: dict[tuple[str, int], str] = {}
@@ -115,8 +116,8 @@ class Monitor:
         if step.tool == "bash" and _TEST_CMD.search(step.command, step.folded_command):
             self.last_test = step
         for rule in self.rules.rules:
-            if rule.id in self.fired or not (newly or rule.same_path):
-                continue  # a rule starts to hold only with a new pattern, or (same_path) a new path
+            if rule.id in self.fired or not (rule.same_path or self._names[rule.id].intersection(newly)):
+                continue  # a rule starts to hold only with a new pattern of its own, or (same_path) a new path
             if self.tracker.holds(rule.when) and self._same_path(rule):
                 self.fired.add(rule.id)
                 return self._nudge(rule, step)

@@ -1,8 +1,9 @@
 """Monitor cost per step (p50/p99) against the agent loop's own per-step overhead.
 
-The monitor is fed the steps of real trajectories (the test corpus: real reference-agent runs and
-hand-edited variants), cycled to a large sample. The loop's overhead is the `harness_ms` that the
-loop records in every step of a real run (time in the loop minus the command's own run time).
+The monitor is fed the steps of real trajectories: the test corpus (real reference-agent runs and
+hand-edited variants, cycled to a large sample) and, given a run directory (default runs/latest),
+the first 300 episodes of that run. The loop's overhead is the `harness_ms` that the loop records in
+every step of a real run (time in the loop minus the command's own run time).
 Target (issue #6): monitor p99 <= 0.2 ms on ordinary steps. A step that issues a nudge also
 builds the nudge's text and pre-filled ticket; at most once per rule and episode, it is shown
 apart, and the p99 over every step (nudges included) is printed beside it.
@@ -23,32 +24,48 @@ from impasse.store.trajectory import read_trajectory  # noqa: E402
 ROOT = Path(__file__).parent.parent
 
 
-def main() -> None:
-    corpus = [read_trajectory(p) for p in sorted((ROOT / "tests" / "corpus").glob("*.jsonl"))]
+def observe_all(trajectories: list, rounds: int) -> tuple[list[float], list[float]]:
+    """Per-step observe() times (ms) over fresh monitors, split into ordinary and nudging steps."""
     samples, nudging = [], []
-    for _ in range(40):
-        for t in corpus:
+    for _ in range(rounds):
+        for t in trajectories:
             mon = Monitor()
             for s in t.steps:
                 call = {"name": s.tool, "arguments": s.arguments}
                 t0 = time.perf_counter()
                 nudge = mon.observe(call, s.output, s.exit_code)
                 (nudging if nudge else samples).append((time.perf_counter() - t0) * 1000)
-    run_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "runs" / "latest"
-    loop = [e["harness_ms"] for p in sorted((run_dir / "episodes").glob("*.jsonl"))[:300]
-            for e in read_trajectory(p).events if e["type"] == "step" and "harness_ms" in e]
-    rows = [("monitor.observe() per step", percentiles(samples)),
-            ("monitor.observe() issuing a nudge + ticket", percentiles(nudging)),
-            ("monitor.observe(), every step", percentiles(samples + nudging))]
-    if loop:
-        rows.append((f"loop's own overhead per step ({run_dir.name})", percentiles(loop)))
-    show("per-step cost", rows)
+    return samples, nudging
+
+
+def verdict(label: str, samples: list[float], nudging: list[float]) -> str:
     ordinary, every = percentiles(samples), percentiles(samples + nudging)
-    print(f"\nmonitor p99 {ordinary['p99']:.3f} ms on ordinary steps (target <= 0.2 ms); a nudge (at most once per "
-          f"rule and episode; {100 * len(nudging) / every['n']:.1f}% of these steps) costs "
-          f"{percentiles(nudging)['median']:.3f} ms, so over every step p99 is {every['p99']:.3f} ms"
-          + (f"; the monitor's median is {100 * ordinary['median'] / percentiles(loop)['median']:.0f}% of the loop's "
-             "median overhead" if loop else "; run `make run` first to compare with the loop"))
+    return (f"{label}: monitor p99 {ordinary['p99']:.3f} ms on ordinary steps (target <= 0.2 ms); a nudge (at most "
+            f"once per rule and episode; {100 * len(nudging) / every['n']:.1f}% of these steps) costs "
+            f"{percentiles(nudging)['median']:.3f} ms, so over every step p99 is {every['p99']:.3f} ms")
+
+
+def main() -> None:
+    corpus = [read_trajectory(p) for p in sorted((ROOT / "tests" / "corpus").glob("*.jsonl"))]
+    samples, nudging = observe_all(corpus, rounds=40)
+    run_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "runs" / "latest"
+    recorded = [read_trajectory(p) for p in sorted((run_dir / "episodes").glob("*.jsonl"))[:300]]
+    loop = [e["harness_ms"] for t in recorded for e in t.events if e["type"] == "step" and "harness_ms" in e]
+    rows = [("test corpus: observe() per step", percentiles(samples)),
+            ("test corpus: observe() issuing a nudge + ticket", percentiles(nudging))]
+    lines = [verdict("test corpus", samples, nudging)]
+    if recorded:  # the steps of a real run: its agents' own commands and outputs
+        run_samples, run_nudging = observe_all(recorded, rounds=3)
+        rows += [(f"{run_dir.name}: observe() per step", percentiles(run_samples)),
+                 (f"{run_dir.name}: observe() issuing a nudge", percentiles(run_nudging)),
+                 (f"{run_dir.name}: the loop's own overhead per step", percentiles(loop))]
+        lines.append(verdict(f"{run_dir.name} ({len(recorded)} episodes)", run_samples, run_nudging))
+        lines.append(f"the monitor's median is {100 * percentiles(run_samples)['median'] / percentiles(loop)['median']:.0f}% "
+                     "of the loop's median overhead")
+    else:
+        lines.append("run `make run` first (or pass a run directory) to measure on a real run and compare with the loop")
+    show("per-step cost", rows)
+    print("\n" + "\n".join(lines))
 
 
 if __name__ == "__main__":

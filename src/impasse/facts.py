@@ -224,14 +224,15 @@ def _has_word(text: str, word: str) -> bool:
     i = text.find(word)
     while i != -1:
         j = i + len(word)
-        if (i == 0 or not _is_word_char(text[i - 1])) and (j == len(text) or not _is_word_char(text[j])):
+        if (i == 0 or not is_word_char(text[i - 1])) and (j == len(text) or not is_word_char(text[j])):
             return True
         i = text.find(word, i + 1)
     return False
 
 
-def _is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"  # the regex engine's \w
+def is_word_char(ch: str) -> bool:
+    """What the regex engine's ``\\w`` matches (on str patterns): alphanumeric or ``_``."""
+    return ch.isalnum() or ch == "_"
 
 
 def _rootish(step: Step) -> bool:

@@ -16,6 +16,7 @@ from itertools import accumulate
 from typing import Any
 
 from impasse.facts import fact as _fact
+from impasse.facts import is_word_char
 
 EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
 """A bash command that changes files (case-sensitive)."""
@@ -201,26 +202,49 @@ def _scan(p: str) -> Iterator[tuple[int, str, int]]:
 @dataclass(frozen=True)
 class Alternatives:
     """A regex kept as its top-level alternatives, each with the literal sets its matches hold.
-    Python's engine tries every alternative at every position of a text (a leading ``\\b`` also
-    defeats its literal-prefix search), so :meth:`search` runs only the alternatives whose literals
-    the case-folded text holds, and each alone, where that search works again."""
 
-    alts: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
+    Python's engine tries every alternative at every position of a text, and a leading ``\\b``
+    also defeats its literal-prefix search. :meth:`search` runs only the alternatives whose
+    literals the case-folded text holds, each alone, and one that starts with ``\\b`` without it
+    (then checks the word boundary where it matched)."""
+
+    alts: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...], re.Pattern[str] | None], ...]
+    """(regex, literal sets, the regex without its leading word boundaries, if it has some)"""
 
     @classmethod
     def of(cls, pattern: str, flags: int = re.IGNORECASE | re.MULTILINE) -> Alternatives:
+        def unbounded(a: str) -> re.Pattern[str] | None:
+            rest = a
+            while rest.startswith("\\b"):
+                rest = rest[2:]
+            return re.compile(rest, flags) if rest != a and rest else None
+
         try:
-            return cls(tuple((re.compile(a, flags), required_literals(a)) for a in alternatives(pattern)))
+            return cls(tuple((re.compile(a, flags), required_literals(a), unbounded(a)) for a in alternatives(pattern)))
         except re.error:  # a split this reading got wrong: the whole pattern is always right
-            return cls(((re.compile(pattern, flags), required_literals(pattern)),))
+            return cls(((re.compile(pattern, flags), required_literals(pattern), None),))
 
     def search(self, text: str, folded: str | None = None) -> bool:
         """The regex matches somewhere in ``text``; ``folded`` is ``text`` case-folded (None:
         every alternative runs). Case folding keeps every case-sensitive match too."""
-        for regex, sets in self.alts:
-            if (folded is None or _has_all(sets, folded)) and regex.search(text):
-                return True
+        for regex, sets, unbounded in self.alts:
+            if folded is not None and not _has_all(sets, folded):
+                continue
+            if unbounded is None:
+                if regex.search(text):
+                    return True
+                continue
+            m = unbounded.search(text)
+            while m is not None:
+                if _word_boundary(text, m.start()):
+                    return True
+                m = unbounded.search(text, m.start() + 1)
         return False
+
+
+def _word_boundary(text: str, at: int) -> bool:
+    """What ``\\b`` tests at ``at``: a word character on one side only."""
+    return (at > 0 and is_word_char(text[at - 1])) != (at < len(text) and is_word_char(text[at]))
 
 
 _EDITS = Alternatives.of(EDIT_COMMAND, 0)

@@ -8,11 +8,21 @@ set -euo pipefail
 SOCK="${IMPASSE_ENGINE_SOCK:-/run/impasse-podman.sock}"
 CONF_DIR=/etc/impasse
 CONF="$CONF_DIR/containers.conf"
-LOG=/run/impasse-podman.log
+LOG="${SOCK%.sock}.log"
+PIDFILE="${SOCK%.sock}.pid"
 
 ping_ok() { curl -sf --max-time 2 --unix-socket "$SOCK" http://engine/_ping >/dev/null 2>&1; }
 
 if ping_ok; then echo "engine: already answering on $SOCK"; exit 0; fi
+
+# One caller at a time past this point: a test suite's workers each run this script at once, and
+# two of them installing packages, rewriting the config or removing each other's socket made one
+# fail (its Docker tests then skipped). The others wait here, then find the engine answering.
+if [ "$(id -u)" = 0 ]; then
+  exec 9>"/run/impasse-engine.lock"
+  flock 9
+  if ping_ok; then echo "engine: already answering on $SOCK"; exit 0; fi
+fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "engine.sh: starting the engine needs root (apt-get, a rootful podman service)." >&2
@@ -50,8 +60,8 @@ rm -f "$SOCK"
 # inherits from the service: give the service its own, never the caller's checkout.
 mkdir -p /run/impasse-engine && cd /run/impasse-engine
 CONTAINERS_CONF="$CONF" nohup setsid podman --runtime runc --cgroup-manager cgroupfs \
-  system service --time=0 "unix://$SOCK" >"$LOG" 2>&1 < /dev/null &
-echo $! > /run/impasse-podman.pid
+  system service --time=0 "unix://$SOCK" >"$LOG" 2>&1 < /dev/null 9>&- &  # the service must not hold the lock
+echo $! > "$PIDFILE"
 
 for _ in $(seq 1 100); do
   if ping_ok; then echo "engine: podman $(podman --version | awk '{print $3}') answering on $SOCK"; exit 0; fi

@@ -257,3 +257,32 @@ def test_the_local_backends_attacks_fail_in_docker_too(episode):
             succeeded[name] = res.output[-300:]
     assert not succeeded
     assert episode.exec("echo alive").stdout == "alive\n"  # `kill -9 -1` did not take the episode down
+
+
+def test_the_engine_script_starts_one_service_for_callers_arriving_together(docker_client):
+    """A test suite's workers all run scripts/engine.sh at once; each must get a working engine
+    (once two of them rewrote the config and removed each other's socket: one failed, and its
+    Docker tests skipped). On a socket of its own, so the shared engine is left alone."""
+    import os
+    import subprocess
+    import uuid
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "engine.sh"
+    sock = f"/run/impasse-test-{uuid.uuid4().hex[:8]}.sock"
+    env = {**os.environ, "IMPASSE_ENGINE_SOCK": sock}
+    try:
+        procs = [subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for _ in range(3)]
+        outs = [(p.wait(timeout=300), p.stdout.read()) for p in procs]
+        assert [rc for rc, _ in outs] == [0, 0, 0], outs
+        services = subprocess.run(["pgrep", "-f", f"system service --time=0 unix://{sock}"], capture_output=True,
+                                  text=True).stdout.split()
+        assert len(services) == 1, services
+    finally:
+        pidfile = Path(sock.removesuffix(".sock") + ".pid")
+        if pidfile.exists():
+            subprocess.run(["kill", pidfile.read_text().strip()], check=False)
+            pidfile.unlink()
+        for leftover in (Path(sock), Path(sock.removesuffix(".sock") + ".log")):
+            leftover.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -74,19 +75,34 @@ def test_files_diff_and_agent_permissions(episode, glom_task):
 
 def test_a_denied_write_always_shows_the_shells_error(episode):
     """A command that exits before reading its input still reports its own error text: input is
-    staged as a file and
-    a write's error text is read back from a file (podman's attach dropped the stderr of such commands now and then under load,
-    which made edit_file say "exit 1" where the local backend says "Permission denied")."""
+    staged as a file, and a write's error text is read back from a file (podman's attach dropped
+    the stderr of such commands now and then under load, which made edit_file say "exit 1" where
+    the local backend says "Permission denied"). The writes run one after another, as an agent's
+    commands do (each ends by killing the agent's leftover processes), while the harness loads
+    the engine with its own execs and copies."""
     episode.root_exec("install -o root -m 444 /dev/null /workspace/repo/LOCKED.txt")
     body = "x = 1\n" * 6000
+    done = threading.Event()
 
-    def denied_write(_: int) -> str:
-        with pytest.raises(OSError) as denied:
-            episode.write_file("/workspace/repo/LOCKED.txt", body)
-        return str(denied.value)
+    def harness_load(_: int) -> int:
+        n = 0
+        while not done.is_set():
+            episode.root_exec("head -c 200000 /dev/zero | wc -c")
+            episode.read_file("/workspace/repo/setup.py", as_agent=False)
+            n += 1
+        return n
 
-    with ThreadPoolExecutor(4) as pool:  # concurrent writes: the load under which the text went missing
-        errors = list(pool.map(denied_write, range(24)))
+    errors = []
+    with ThreadPoolExecutor(3) as pool:
+        load = [pool.submit(harness_load, i) for i in range(3)]
+        try:
+            for _ in range(24):
+                with pytest.raises(OSError) as denied:
+                    episode.write_file("/workspace/repo/LOCKED.txt", body)
+                errors.append(str(denied.value))
+        finally:
+            done.set()
+        assert all(f.result() > 0 for f in load)  # the load really ran alongside
     assert errors == ["bash: line 1: /workspace/repo/LOCKED.txt: Permission denied"] * 24
     assert episode.exec("wc -c", stdin=b"abc").stdout == "3\n"
     assert episode.exec("ls -A /.impasse-in").stdout == ""  # each staged input is gone after its command

@@ -99,7 +99,9 @@ class Sandbox(Protocol):
              output_limit: int | None = None) -> ExecResult:
         """Run ``cmd`` with bash as ``user`` (default cwd: ``workdir``; ``env`` is added to the
         agent's environment); ``output_limit`` bytes of each stream are kept (harness use: a
-        whole suite's report is larger than what an agent is shown)."""
+        whole suite's report is larger than what an agent is shown). An episode's commands run
+        one at a time, as an agent's do: each call ends by removing the agent's leftover
+        (background) processes, which would include a concurrent call's."""
         ...
 
     def read_file(self, path: str, as_agent: bool = True) -> str:

@@ -124,6 +124,7 @@ class Monitor:
         return None
 
     def _note_paths(self) -> None:
+        """Add the paths of the steps the same_path patterns matched since the last call."""
         for name, matched in self.tracker.matched.items():
             p = self.rules.patterns[name]
             for i in matched[self._noted[name]:]:
@@ -167,8 +168,7 @@ class Monitor:
         return self._error(step)
 
     def _evidence(self, rule: Rule) -> list[Step]:
-        names = {n for group in rule.when for n in group}
-        idx = sorted({self.tracker.first_step[n] for n in names if n in self.tracker.first_step})
+        idx = sorted({self.tracker.first_step[n] for n in self._names[rule.id] if n in self.tracker.first_step})
         return [self.steps[i - 1] for i in idx]
 
     def _nudge(self, rule: Rule, step: Step) -> Nudge:

@@ -219,20 +219,24 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
 
 
 def _has_word(text: str, word: str) -> bool:
-    """``word`` occurs in ``text`` as a whole word (what ``\\bword\\b`` finds), by substring
-    search: a regex starting with ``\\b`` is tried at every position of a long output."""
+    """``word`` (word characters at both ends) occurs in ``text`` as a whole word, what
+    ``\\bword\\b`` finds, by substring search: a regex starting with ``\\b`` is tried at every
+    position of a long output."""
     i = text.find(word)
     while i != -1:
-        j = i + len(word)
-        if (i == 0 or not is_word_char(text[i - 1])) and (j == len(text) or not is_word_char(text[j])):
+        if word_boundary(text, i) and word_boundary(text, i + len(word)):
             return True
         i = text.find(word, i + 1)
     return False
 
 
-def is_word_char(ch: str) -> bool:
-    """What the regex engine's ``\\w`` matches (on str patterns): alphanumeric or ``_``."""
-    return ch.isalnum() or ch == "_"
+def word_boundary(text: str, at: int) -> bool:
+    """What the regex engine's ``\\b`` tests at ``at`` (str patterns): a word character (``\\w``:
+    alphanumeric or ``_``) on one side only."""
+    def word(ch: str) -> bool:
+        return ch.isalnum() or ch == "_"
+
+    return (at > 0 and word(text[at - 1])) != (at < len(text) and word(text[at]))
 
 
 def _rootish(step: Step) -> bool:

@@ -16,7 +16,7 @@ from itertools import accumulate
 from typing import Any
 
 from impasse.facts import fact as _fact
-from impasse.facts import is_word_char
+from impasse.facts import word_boundary
 
 EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
 """A bash command that changes files (case-sensitive)."""
@@ -236,15 +236,10 @@ class Alternatives:
                 continue
             m = unbounded.search(text)
             while m is not None:
-                if _word_boundary(text, m.start()):
+                if word_boundary(text, m.start()):
                     return True
                 m = unbounded.search(text, m.start() + 1)
         return False
-
-
-def _word_boundary(text: str, at: int) -> bool:
-    """What ``\\b`` tests at ``at``: a word character on one side only."""
-    return (at > 0 and is_word_char(text[at - 1])) != (at < len(text) and is_word_char(text[at]))
 
 
 _EDITS = Alternatives.of(EDIT_COMMAND, 0)
@@ -323,7 +318,7 @@ class Plan:
                 has = _has_all(part.sets, folded)
             else:
                 text, folded = step.output, step.folded_output
-                has = _has_all(part.sets, folded) if seen is None else _has_all_seen(part.sets, folded, seen)
+                has = _has_all_seen(part.sets, folded, {} if seen is None else seen)
             if has:
                 has = part.hits(step, folded if len(folded) == len(text) else None)
             if has != part.keep:

@@ -15,20 +15,18 @@ ping_ok() { curl -sf --max-time 2 --unix-socket "$SOCK" http://engine/_ping >/de
 
 if ping_ok; then echo "engine: already answering on $SOCK"; exit 0; fi
 
-# One caller at a time past this point: a test suite's workers each run this script at once, and
-# two of them installing packages, rewriting the config or removing each other's socket made one
-# fail (its Docker tests then skipped). The others wait here, then find the engine answering.
-if [ "$(id -u)" = 0 ]; then
-  exec 9>"/run/impasse-engine.lock"
-  flock 9
-  if ping_ok; then echo "engine: already answering on $SOCK"; exit 0; fi
-fi
-
 if [ "$(id -u)" != 0 ]; then
   echo "engine.sh: starting the engine needs root (apt-get, a rootful podman service)." >&2
   echo "Without root, point DOCKER_HOST at an existing Docker engine instead." >&2
   exit 2
 fi
+
+# One caller at a time past this point: a test suite's workers each run this script at once, and
+# two of them installing packages, rewriting the config or removing each other's socket made one
+# fail (its Docker tests then skipped). The others wait here, then find the engine answering.
+exec 9>"/run/impasse-engine.lock"
+flock 9
+if ping_ok; then echo "engine: already answering on $SOCK"; exit 0; fi
 
 need=()
 for bin in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl newuidmap:uidmap slirp4netns:slirp4netns; do

@@ -40,9 +40,11 @@ def observe_all(trajectories: list, rounds: int) -> tuple[list[float], list[floa
 
 def verdict(label: str, samples: list[float], nudging: list[float]) -> str:
     ordinary, every = percentiles(samples), percentiles(samples + nudging)
-    return (f"{label}: monitor p99 {ordinary['p99']:.3f} ms on ordinary steps (target <= 0.2 ms); a nudge (at most "
-            f"once per rule and episode; {100 * len(nudging) / every['n']:.1f}% of these steps) costs "
-            f"{percentiles(nudging)['median']:.3f} ms, so over every step p99 is {every['p99']:.3f} ms")
+    head = f"{label}: monitor p99 {ordinary['p99']:.3f} ms on ordinary steps (target <= 0.2 ms)"
+    if not nudging:
+        return f"{head}; no step issued a nudge"
+    return (f"{head}; a nudge (at most once per rule and episode; {100 * len(nudging) / every['n']:.1f}% of these "
+            f"steps) costs {percentiles(nudging)['median']:.3f} ms, so over every step p99 is {every['p99']:.3f} ms")
 
 
 def main() -> None:
@@ -56,10 +58,12 @@ def main() -> None:
     lines = [verdict("test corpus", samples, nudging)]
     if recorded:  # the steps of a real run: its agents' own commands and outputs
         run_samples, run_nudging = observe_all(recorded, rounds=3)
-        rows += [(f"{run_dir.name}: observe() per step", percentiles(run_samples)),
-                 (f"{run_dir.name}: observe() issuing a nudge", percentiles(run_nudging)),
-                 (f"{run_dir.name}: the loop's own overhead per step", percentiles(loop))]
+        rows.append((f"{run_dir.name}: observe() per step", percentiles(run_samples)))
+        if run_nudging:
+            rows.append((f"{run_dir.name}: observe() issuing a nudge", percentiles(run_nudging)))
         lines.append(verdict(f"{run_dir.name} ({len(recorded)} episodes)", run_samples, run_nudging))
+    if loop:
+        rows.append((f"{run_dir.name}: the loop's own overhead per step", percentiles(loop)))
         lines.append(f"the monitor's median is {100 * percentiles(run_samples)['median'] / percentiles(loop)['median']:.0f}% "
                      "of the loop's median overhead")
     else:

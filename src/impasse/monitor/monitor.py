@@ -90,7 +90,8 @@ class Monitor:
     escalation_available: bool = True
 
     def __post_init__(self) -> None:
-        path_patterns = {n for r in self.rules.rules if r.same_path for g in r.when for n in g}
+        self._names = {r.id: {n for g in r.when for n in g} for r in self.rules.rules}
+        path_patterns = set().union(*(self._names[r.id] for r in self.rules.rules if r.same_path))
         self.tracker = CNFTracker(self.rules.patterns, every=path_patterns)
         self.steps: list[Step] = []
         self.fired: set[str] = set()
@@ -98,7 +99,6 @@ class Monitor:
         self.paths: dict[str, set[str]] = {n: set() for n in path_patterns}
         """pattern name -> paths the steps it matched are about (for ``same_path`` rules); read off
         lazily, only once such a rule's patterns all hold, so ordinary steps pay nothing"""
-        self._names = {r.id: {n for g in r.when for n in g} for r in self.rules.rules}
         self._noted = dict.fromkeys(path_patterns, 0)
         self._errors: dict[int, str] = {}
         self._quotes: dict[tuple[str, int], str] = {}

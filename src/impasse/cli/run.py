@@ -39,7 +39,8 @@ def run_cmd(
     jobs: Annotated[int | None, typer.Option(help="Episodes in parallel (default 2; with --resume, the "
                                                   "run's own unless given)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory with its recorded plan (only --jobs, --rerun and "
+                                                       "the spending limits may be given with it)")] = None,
     limit: Annotated[int | None, typer.Option(help="At most N task instances (main job: 3)")] = None,
     per_package: Annotated[int | None, typer.Option(help="Instances per package (main job: 1)")] = None,
     step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,

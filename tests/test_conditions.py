@@ -6,7 +6,7 @@ import re
 import pytest
 
 from impasse.conditions.cards import NAMES, load_cards, select
-from impasse.conditions.episode import open_episode
+from impasse.tasks.episode import open_episode
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from impasse import paths
-from impasse.conditions.episode import open_episode
+from impasse.tasks.episode import open_episode
 
 pytestmark = pytest.mark.slow
 

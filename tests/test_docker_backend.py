@@ -31,9 +31,9 @@ def dbackend(docker_client, backend):  # `backend` (local) builds the task image
 
 @pytest.fixture(scope="module")
 def episode(dbackend, glom_task):
-    from impasse.sandbox.docker.episode import open_docker_episode
+    from impasse.tasks.episode import open_episode
 
-    with open_docker_episode(dbackend, glom_task, "clean") as sb:
+    with open_episode(dbackend, glom_task, "clean") as sb:
         yield sb
 
 
@@ -191,12 +191,12 @@ def _fill(cmd: str, task, image) -> str:
 
 @pytest.mark.parametrize("condition", sorted(CASES))
 def test_condition_shows_real_fault_and_restore_clears_it(dbackend, glom_task, condition):
-    from impasse.sandbox.docker.episode import open_docker_episode
+    from impasse.tasks.episode import open_episode
     from impasse.tasks.image import load_image
 
     image = load_image(glom_task.image)
     meet, evidence, works = CASES[condition]
-    with open_docker_episode(dbackend, glom_task, condition) as sb:
+    with open_episode(dbackend, glom_task, condition) as sb:
         hit = sb.exec(_fill(meet, glom_task, image), timeout=120)
         for part in evidence.split("|"):  # every part of the evidence shows
             assert re.search(part, hit.output), (part, hit.output)
@@ -211,10 +211,10 @@ def test_condition_shows_real_fault_and_restore_clears_it(dbackend, glom_task, c
 
 @pytest.mark.parametrize("condition", sorted(TRANSIENT))
 def test_temporary_fault_fails_twice_then_clears(dbackend, glom_task, condition):
-    from impasse.sandbox.docker.episode import open_docker_episode
+    from impasse.tasks.episode import open_episode
 
     cmd, evidence = TRANSIENT[condition]
-    with open_docker_episode(dbackend, glom_task, condition) as sb:
+    with open_episode(dbackend, glom_task, condition) as sb:
         for _ in range(2):
             res = sb.exec(cmd, timeout=60)
             assert res.exit_code != 0 and re.search(evidence, res.output), res.output
@@ -223,12 +223,12 @@ def test_temporary_fault_fails_twice_then_clears(dbackend, glom_task, condition)
 
 
 def test_controls_clean_fails_and_already_fixed_passes(dbackend, glom_task):
-    from impasse.sandbox.docker.episode import open_docker_episode
+    from impasse.tasks.episode import open_episode
 
     f2p = " ".join(_q(t) for t in glom_task.FAIL_TO_PASS[:3])
     outcomes = {}
     for condition in ("clean", "already_fixed"):
-        with open_docker_episode(dbackend, glom_task, condition) as sb:
+        with open_episode(dbackend, glom_task, condition) as sb:
             outcomes[condition] = sb.exec(f"python -m pytest -q -p no:cacheprovider {f2p}", timeout=120)
     assert outcomes["clean"].exit_code == 1 and "failed" in outcomes["clean"].stdout
     assert outcomes["already_fixed"].exit_code == 0 and "passed" in outcomes["already_fixed"].stdout

@@ -251,7 +251,7 @@ def test_condition_filters_one_predicate_per_requirement():
     """Inputs are image metadata records (as image.json holds them), the predicates are real."""
     from types import SimpleNamespace
 
-    from impasse.conditions.episode import REQUIREMENTS, applies
+    from impasse.tasks.episode import REQUIREMENTS, applies
     from impasse.tasks.schema import TaskInstance
 
     assert {c.requires for c in load_cards().values()} - {None} == set(REQUIREMENTS)

@@ -14,9 +14,9 @@ import pytest
 from impasse import paths
 from impasse.agent.reference import fix_edits
 from impasse.agent.tools import run_edit
-from impasse.conditions.episode import open_episode
 from impasse.sandbox.base import WorkspaceLost
 from impasse.sandbox.local import oskit
+from impasse.tasks.episode import open_episode
 from impasse.tasks.image import load_image
 from impasse.tasks.layer import instance_layer
 
@@ -77,7 +77,7 @@ def test_a_sweep_from_another_pid_namespace_leaves_live_episodes_alone(backend, 
 def test_an_episode_whose_owner_was_killed_is_swept_from_anywhere(backend, glom_task):
     code = textwrap.dedent(f"""
         import time
-        from impasse.conditions.episode import open_episode
+        from impasse.tasks.episode import open_episode
         from impasse.sandbox.local import LocalBackend
         from impasse.tasks.build import all_instances
         inst = next(i for i in all_instances() if i.instance_id == {glom_task.instance_id!r})

@@ -5,9 +5,9 @@ import shlex
 
 import pytest
 
-from impasse.conditions.episode import open_episode
 from impasse.grade import gold_fix, grade, source_only
 from impasse.tasks.build import build_package
+from impasse.tasks.episode import open_episode
 from impasse.tasks.image import load_image
 from impasse.tasks.pypi import PackageError
 from impasse.tasks.suite import PackageSpec, load_suite

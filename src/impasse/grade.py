@@ -15,11 +15,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from impasse.sandbox.uselock import create_rebuilding
 from impasse.tasks.image import is_test_path, load_image
 from impasse.tasks.layer import instance_layer
 from impasse.tasks.pytest_log import parse_statuses
 from impasse.tasks.schema import TaskInstance
-from impasse.tasks.uselock import create_rebuilding
 
 _BLOCK = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 

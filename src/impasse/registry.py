@@ -2,13 +2,17 @@
 protocol plus one of these, so a new implementation is a new entry, not a new branch.
 
 Entries may be objects or ``"module:attribute"`` strings, imported on first use, so that heavy
-implementations (Docker, Ray) cost nothing until someone asks for them.
+implementations (Docker, Ray) cost nothing until someone asks for them. A registry may also name
+an entry-point group (``[project.entry-points."<group>"]`` in a package's metadata): its entries
+join the registry on first lookup, so a module registers itself from its own package and the
+registry's module never imports it (no upward import; a plug-in package needs no edit here).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from importlib import metadata
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -20,9 +24,10 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, entry_points: str | None = None) -> None:
         self.what = what
         self._entries: dict[str, T | str] = {}
+        self._group = entry_points
 
     def add(self, name: str, entry: T | str) -> None:
         self._entries[name] = entry
@@ -33,7 +38,17 @@ class Registry(Generic[T]):
             return obj
         return deco
 
+    def _discover(self) -> None:
+        """Entries declared by installed packages under the registry's entry-point group (once)."""
+        if self._group is None:
+            return
+        group, self._group = self._group, None
+        for ep in metadata.entry_points(group=group):
+            self._entries.setdefault(ep.name, ep.value)
+
     def get(self, name: str) -> T:
+        if name not in self._entries:
+            self._discover()
         if name not in self._entries:
             raise UnknownName(f"unknown {self.what} {name!r}; known: {', '.join(self.names())}")
         entry = self._entries[name]
@@ -44,7 +59,10 @@ class Registry(Generic[T]):
         return entry
 
     def names(self) -> list[str]:
+        self._discover()
         return list(self._entries)
 
     def __contains__(self, name: str) -> bool:
+        if name not in self._entries:
+            self._discover()
         return name in self._entries

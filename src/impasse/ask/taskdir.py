@@ -247,7 +247,7 @@ def save_task(task: AskTask, task_dir: Path | str) -> Path:
     return d
 
 
-def _task_dirs(root: Path) -> list[Path]:
+def task_dirs(root: Path) -> list[Path]:
     if (root / "metadata.json").exists() or (root / "shared" / "metadata.json").exists():
         return [root]
     found = {p.parent.parent if p.parent.name == "shared" else p.parent
@@ -263,7 +263,7 @@ def import_hilbench(root: Path | str, *, database: Path | str | None = None) -> 
     root = Path(root)
     if not root.exists():
         raise TaskFormatError(f"{root}: no such directory")
-    dirs = _task_dirs(root)
+    dirs = task_dirs(root)
     if not dirs:
         raise TaskFormatError(f"{root}: no task directory (metadata.json) found under it")
     tasks = []

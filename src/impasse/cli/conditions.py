@@ -49,9 +49,9 @@ def conditions_show(name: str) -> None:
 
 def _episode(instance_id: str, condition: str, backend: str = "local"):
     from impasse.conditions.cards import card
-    from impasse.conditions.episode import NotApplicable, open_episode
     from impasse.sandbox.base import SandboxError
     from impasse.sandbox.registry import get_backend
+    from impasse.tasks.episode import NotApplicable, open_episode
 
     inst = find_instance(instance_id)
     try:

@@ -71,7 +71,7 @@ class BlockerCard(BaseModel):
     summary: str
     fault: FaultSpec = Field(description="What is broken, as a typed spec (see impasse.conditions.faults)")
     requires: Literal["runtime_deps", "f2p_test_files", "venv_test_runner"] | None = Field(
-        None, description="Tasks this applies to (see impasse.conditions.episode.REQUIREMENTS): a third-party "
+        None, description="Tasks this applies to (see impasse.tasks.episode.REQUIREMENTS): a third-party "
                           "dependency whose absence breaks the import / FAIL_TO_PASS tests in test files (not only "
                           "doctests in the source) / a test runner that lives in the venv's site-packages")
     expected_signals: list[str]

@@ -62,7 +62,7 @@ def handoff_cmd(
     from impasse.handoff.metrics import BUCKETS, load_prices
     from impasse.handoff.report import write_report
     from impasse.handoff.runner import Plan, Side, prior_steps, unbucketed
-    from impasse.suites.blockers import _built_instances
+    from impasse.suites.blockers import built_instances
     from impasse.tasks.lookup import find_instance
 
     try:
@@ -72,7 +72,7 @@ def handoff_cmd(
         dirs = ["escalation", "downshift"] if direction == "both" else [direction]
         if set(dirs) - {"escalation", "downshift"}:
             raise ValueError(f"--direction {direction!r}: use escalation, downshift or both")
-        insts = _built_instances()
+        insts = built_instances()
         if not tasks:
             raise ValueError("give --tasks (instance ids); `impasse tasks list` shows the built ones")
         chosen = [find_instance(t, insts) for t in _csv(tasks)]

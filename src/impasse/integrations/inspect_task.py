@@ -10,7 +10,7 @@
 - **scorer** :func:`impasse_annotator`: grades the patch in a clean copy and annotates the
   trajectory (resolved, escalated, t*, unsafe requests, ...).
 
-Kept thin on purpose: it calls only ``impasse.conditions.episode.open_episode``,
+Kept thin on purpose: it calls only ``impasse.tasks.episode.open_episode``,
 ``impasse.sandbox.registry.get_backend``, ``impasse.suites.blockers.run_task``, ``impasse.agent.loop`` (Loop, LoopConfig,
 prompts and its ending exceptions), ``impasse.grade.grade`` and ``impasse.annotate.annotate``.
 """
@@ -55,8 +55,8 @@ class ImpasseSandbox(SandboxEnvironment):
 
     @classmethod
     async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
-        from impasse.conditions.episode import open_episode
         from impasse.sandbox.registry import get_backend
+        from impasse.tasks.episode import open_episode
 
         for key in ("instance_id", "condition"):
             if key not in metadata:

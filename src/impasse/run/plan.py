@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import impasse
@@ -38,13 +36,6 @@ def plan(cfg: RunConfig) -> list[EpisodeSpec]:
     return suite_of(cfg).plan(cfg)[0]
 
 
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-        return out.stdout.strip()
-    except OSError:
-        return ""
 
 
 def create_run(rd: RunDir, cfg: RunConfig) -> list[EpisodeSpec]:
@@ -57,7 +48,7 @@ def create_run(rd: RunDir, cfg: RunConfig) -> list[EpisodeSpec]:
     specs, tasks = suite_of(cfg).plan(cfg)
     rd.path.mkdir(parents=True, exist_ok=True)
     write_jsonl(tasks, rd.instances)
-    rd.write_manifest({"impasse_version": impasse.__version__, "impasse_commit": _git_commit(),
+    rd.write_manifest({"impasse_version": impasse.__version__, "impasse_commit": impasse.git_commit(),
                        "python": sys.version.split()[0], "platform": platform.platform(),
                        "monitor_rules_version": default_rules().version, "config": cfg.model_dump(),
                        "episodes": [asdict(s) for s in specs]})

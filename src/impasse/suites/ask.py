@@ -45,12 +45,12 @@ def dir_rows(root: Path) -> list[Any]:
     layout (ours or imported) and our own SWE tasks. A task that cannot run here (no database, an
     imported SWE task needing its authors' image) stops the run with its reason."""
     from impasse.ask.domains import AskRow
-    from impasse.ask.taskdir import _task_dirs, load_task
+    from impasse.ask.taskdir import load_task, task_dirs
 
     if not root.is_dir():
         raise ValueError(f"--task-dir {root}: no such directory (write one with `impasse ask import`)")
     rows = []
-    for d in _task_dirs(root):
+    for d in task_dirs(root):
         t = load_task(d)
         if t.domain == "swe" and (d / "heldout_tests.py").exists():  # one of our SWE tasks
             rows.append(AskRow(task_id=d.name, domain="swe", path=str(d.resolve())))

@@ -70,7 +70,7 @@ def escalation_accepted(c: Any, trajectory: Any, steps: int, ticket: Any) -> boo
     return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
 
 
-def _built_instances() -> list[TaskInstance]:
+def built_instances() -> list[TaskInstance]:
     from impasse.tasks.build import all_instances
 
     return all_instances()
@@ -92,7 +92,7 @@ class BlockersSuite:
         from impasse.tasks.names import canonical
         from impasse.tasks.suite import load_suite
 
-        insts = list(_built_instances())
+        insts = list(built_instances())
         if cfg.tasks:
             chosen = [find_instance(t, insts) for t in cfg.tasks]
             return chosen[: cfg.limit] if cfg.limit else chosen
@@ -113,7 +113,7 @@ class BlockersSuite:
         return chosen[: cfg.limit] if cfg.limit else chosen
 
     def plan(self, cfg: RunConfig) -> tuple[list[EpisodeSpec], list[TaskInstance]]:
-        from impasse.conditions.episode import applies
+        from impasse.tasks.episode import applies
 
         conditions = select(cfg.conditions)
         agents = run_agents(cfg)
@@ -131,9 +131,9 @@ class BlockersSuite:
 
     # ------------------------------------------------------------------ one episode
     def episode_parts(self, spec: EpisodeSpec, cfg: RunConfig, rd: RunDir) -> EpisodeParts:
-        from impasse.conditions.episode import open_episode, task_image
         from impasse.grade import grade
         from impasse.sandbox.registry import get_backend
+        from impasse.tasks.episode import open_episode, task_image
 
         inst = run_task(rd, spec.instance_id)
         c = card(spec.condition)
@@ -190,7 +190,7 @@ def run_task(rd: RunDir, instance_id: str) -> TaskInstance:
     a directory without that file (a bare episode, e.g. in tests)."""
     from impasse.tasks.schema import read_instances
 
-    insts = read_instances(rd.instances) if rd.instances.exists() else _built_instances()
+    insts = read_instances(rd.instances) if rd.instances.exists() else built_instances()
     found = next((i for i in insts if i.instance_id == instance_id), None)
     if found is None:
         raise ValueError(f"task {instance_id} is not among the run's instances ({rd.instances})")

@@ -2,7 +2,7 @@
 
 Kept by prune: every layer a frozen release names (``<cache>/releases/*/release.json``), every
 image build that is an image's ``current`` build or that a built task instance names, every
-sdist, and every layer a live episode holds (see :mod:`impasse.tasks.uselock`). Removed:
+sdist, and every layer a live episode holds (see :mod:`impasse.sandbox.uselock`). Removed:
 instance layers nobody uses (they are rebuilt on first use), superseded image builds, and the
 directories of episodes whose owner is gone. Safe while runs are going: a layer is removed only
 under its exclusive lock, stamp first.
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from impasse import paths
-from impasse.tasks import uselock
+from impasse.sandbox import uselock
 
 
 @dataclass

@@ -24,7 +24,7 @@ class PackageError(RuntimeError):
     """A package cannot become a task image; the message says why and what to try."""
 
 
-def _get(url: str, accept: str | None = None) -> bytes:
+def fetch(url: str, accept: str | None = None) -> bytes:
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
@@ -39,7 +39,7 @@ def _get(url: str, accept: str | None = None) -> bytes:
 
 def resolve_sdist(name: str, version: str | None) -> tuple[str, str, str, str]:
     """-> (version, filename, url, sha256). Latest non-prerelease sdist if version is None."""
-    data = json.loads(_get(f"{index_url()}/{canonical(name)}/", "application/vnd.pypi.simple.v1+json"))
+    data = json.loads(fetch(f"{index_url()}/{canonical(name)}/", "application/vnd.pypi.simple.v1+json"))
     sdists: dict[str, tuple[str, str, str]] = {}
     for f in data.get("files", []):
         fn = f["filename"]
@@ -74,7 +74,7 @@ def download_sdist(name: str, version: str | None, dest: Path) -> tuple[str, Pat
     path = dest / filename
     if path.exists() and (not sha or hashlib.sha256(path.read_bytes()).hexdigest() == sha):
         return version, path
-    blob = _get(url)
+    blob = fetch(url)
     if sha and hashlib.sha256(blob).hexdigest() != sha:
         raise PackageError(f"{filename}: sha256 mismatch after download; try again")
     tmp = path.with_suffix(".part")

@@ -57,7 +57,7 @@ def resolve(name_or_path: str) -> Path:
 
 def _layers_of(insts: list[Any]) -> tuple[dict[str, Path], dict[str, Path]]:
     """(image ref -> image layer, instance layer name -> layer), building missing instance layers."""
-    from impasse.conditions.episode import task_image
+    from impasse.tasks.episode import task_image
     from impasse.tasks.layer import instance_layer
 
     images: dict[str, Path] = {}
@@ -74,7 +74,6 @@ def _layers_of(insts: list[Any]) -> tuple[dict[str, Path], dict[str, Path]]:
 def make_release(name: str, insts: list[Any], out: Path | None, packages: str) -> Path:
     """Write a release of ``insts``; refuses to overwrite an existing one (releases are frozen)."""
     import impasse
-    from impasse.run.plan import _git_commit
     from impasse.tasks.image import IMAGE_VERSION
     from impasse.tasks.schema import write_jsonl
 
@@ -89,7 +88,7 @@ def make_release(name: str, insts: list[Any], out: Path | None, packages: str) -
     doc: dict[str, Any] = {
         "format": FORMAT, "name": name, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "packages": packages, "instance_count": len(insts),
-        "builder": {"impasse_version": impasse.__version__, "impasse_commit": _git_commit(),
+        "builder": {"impasse_version": impasse.__version__, "impasse_commit": impasse.git_commit(),
                     "image_version": IMAGE_VERSION, "python": platform.python_version()},
         "instances_sha256": file_digest(dest / "instances.jsonl"),
         "images": {ref: tree_digest(p) for ref, p in sorted(images.items())},

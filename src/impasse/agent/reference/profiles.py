@@ -8,7 +8,9 @@ from collections.abc import Generator
 from impasse.agent.reference.base import Act, Blocked, Obs, ReferenceAgent
 from impasse.registry import Registry
 
-PROFILES: Registry[type[ReferenceAgent]] = Registry("reference agent")
+PROFILES: Registry[type[ReferenceAgent]] = Registry("reference agent", entry_points="impasse.reference_agents")
+"""The profiles of this module, plus every ``impasse.reference_agents`` entry point (the ask suite's
+askers and the handoff experiment's weak/strong register from their own modules that way)."""
 
 
 def profile(name: str):

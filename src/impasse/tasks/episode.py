@@ -63,7 +63,7 @@ def open_episode(backend: Backend, inst: TaskInstance, condition: str, limits: L
         raise NotApplicable(f"{condition} does not apply to {inst.instance_id} ({c.requires} required)")
     if reason := backend.unsupported(c.fault):
         raise NotApplicable(f"{condition} cannot run on the {backend.name} backend here: {reason}")
-    from impasse.tasks.uselock import create_rebuilding
+    from impasse.sandbox.uselock import create_rebuilding
 
     fixed = isinstance(c.fault, AlreadyFixed)
     return create_rebuilding(backend, lambda: [instance_layer(inst, image, fixed=fixed), image.layer], [c.fault],

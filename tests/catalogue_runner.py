@@ -50,7 +50,7 @@ def fill(value: Any, ph: dict[str, str]) -> Any:
 
 def run_catalogue(backend, inst, card: str) -> list[tuple[dict[str, Any], Step]]:
     """One episode for ``card``; every entry in file order; the real tool implementations."""
-    from impasse.agent.tools import run_bash, run_edit
+    from impasse.env.tools import run_bash, run_edit
     from impasse.tasks.episode import open_episode
     from impasse.tasks.image import load_image
 

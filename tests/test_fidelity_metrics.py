@@ -220,7 +220,7 @@ def test_llm_judge_over_http_reaches_the_report(tmp_path):
 def test_ticket_schema_is_a_run_setting():
     from pydantic import ValidationError
 
-    from impasse.agent.tools import tools_named
+    from impasse.env.tools import tools_named
     from impasse.run import RunConfig
     from impasse.suites.blockers import INTERFACES
 

@@ -13,7 +13,7 @@ import pytest
 
 from impasse import paths
 from impasse.agent.reference import fix_edits
-from impasse.agent.tools import run_edit
+from impasse.env.tools import run_edit
 from impasse.sandbox.base import WorkspaceLost
 from impasse.sandbox.local import oskit
 from impasse.tasks.episode import open_episode
@@ -108,8 +108,8 @@ def test_a_workspace_lost_under_an_episode_is_a_harness_error_never_an_empty_pat
 
 def test_harness_error_is_recorded_and_resume_runs_the_episode_again(backend, glom_task, tmp_path, monkeypatch):
     from impasse import run as runner
-    from impasse.conditions import episode
     from impasse.store.trajectory import read_trajectory
+    from impasse.tasks import episode
 
     spec = runner.EpisodeSpec("lost", glom_task.instance_id, "clean", "tool", "reference/oracle")
     cfg = runner.RunConfig(agents=["oracle"])

@@ -20,7 +20,7 @@ IMPASSE = [sys.executable, "-m", "impasse.cli"]
 
 EDITOR = textwrap.dedent("""
     import sys
-    from impasse.agent.tools import run_edit
+    from impasse.env.tools import run_edit
     from impasse.tasks.episode import open_episode
     from impasse.sandbox.local import LocalBackend
     from impasse.tasks.build import all_instances

@@ -32,6 +32,11 @@ class AgentSpec:
         """How the agent is named in trajectories and reports."""
         return AGENT_KINDS.get(self.kind).label(self)
 
+    @property
+    def model_kind(self) -> str:
+        """What the trajectory header calls it: 'reference', 'replay' or 'model'."""
+        return AGENT_KINDS.get(self.kind).model_kind
+
     def make_model(self, task: Any, context: dict[str, Any]) -> Any:
         return AGENT_KINDS.get(self.kind).make(self, task, context)
 
@@ -40,6 +45,9 @@ class AgentSpec:
 
 
 class AgentKind(Protocol):
+    model_kind: str
+    """'reference', 'replay' or 'model' (the trajectory header's ``agent_kind``)."""
+
     def check(self, spec: AgentSpec) -> None:
         """Raise ValueError with a clear message if ``spec`` cannot work."""
 
@@ -53,6 +61,8 @@ AGENT_KINDS: Registry[AgentKind] = Registry("agent kind")
 
 
 class Reference:
+    model_kind = "reference"
+
     def check(self, spec: AgentSpec) -> None:
         from impasse.agent.reference import PROFILES
 
@@ -69,6 +79,8 @@ class Reference:
 
 
 class Replay:
+    model_kind = "replay"
+
     def check(self, spec: AgentSpec) -> None:
         if not Path(spec.arg).is_file():
             raise ValueError(f"replay: no trajectory file at {spec.arg!r}")
@@ -84,6 +96,8 @@ class Replay:
 
 
 class OpenAICompatible:
+    model_kind = "model"
+
     def check(self, spec: AgentSpec) -> None:
         if not spec.arg:
             raise ValueError("openai: give a model name, e.g. openai:my-model")
@@ -112,14 +126,3 @@ def run_agents(cfg: Any) -> list[AgentSpec]:
         return [AgentSpec.parse(a) for a in cfg.agents]
     except UnknownName as e:
         raise ValueError(str(e)) from None
-
-
-def spec_for_label(cfg: Any, label: str) -> AgentSpec:
-    """The run's agent whose label is ``label`` (as recorded in an episode spec)."""
-    agents = run_agents(cfg)
-    for spec in agents:
-        if spec.label == label:
-            return spec
-    if len(agents) == 1 and agents[0].kind != "reference":  # a run of one model or one replay file
-        return agents[0]
-    raise ValueError(f"agent {label!r} is not part of this run")

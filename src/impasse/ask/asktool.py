@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from impasse.agent.tools import Tool, ToolContext, ToolOutcome
 from impasse.ask.judge import MatcherFailure, judge_question
 from impasse.ask.scoring import MAX_ANSWERED, MIN_QUESTION_CHARS
+from impasse.env.tools import Tool, ToolContext, ToolOutcome
 
 IRRELEVANT = "irrelevant question"
 HICCUP = "can't answer (perhaps transient hiccup)"

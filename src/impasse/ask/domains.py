@@ -17,8 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from impasse.agent.endings import Completed
-from impasse.agent.tools import Tool, ToolContext, ToolOutcome, tools_named
+from impasse.env.tools import Completed, Tool, ToolContext, ToolOutcome, tools_named
 
 SQL_SYSTEM = ("You are a data analyst answering a question with SQL over a read-only SQLite database. "
               "Explore the schema and the business-info document with the tools, then call "
@@ -99,6 +98,7 @@ class SqlDomain:
     def __init__(self, row: AskRow) -> None:
         from impasse.ask.taskdir import load_task
 
+        self.task_id = row.task_id
         self.task = load_task(Path(row.path))
         self.blockers = self.task.blockers
         self.statement = self.task.problem_statement
@@ -151,10 +151,16 @@ class SweDomain:
     def __init__(self, row: AskRow, backend: Any) -> None:
         from impasse.ask.swe.tasks import load_task
 
+        self.task_id = row.task_id
         self.task = load_task(Path(row.path))
         self.blockers = self.task.blockers
         self.statement = self.task.problem_statement
         self.backend = backend
+
+    def image(self) -> tuple[str, str, str]:
+        """The task image this task's sandbox needs (ref, package, version)."""
+        m = self.task.metadata
+        return m.image, m.package, m.package_version
 
     def layers(self) -> list[Path]:
         from impasse.ask.swe.layer import clean_layer

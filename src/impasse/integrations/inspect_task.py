@@ -142,8 +142,8 @@ def impasse_loop(interface: str = "tool", step_limit: int = 80, run_dir: str = "
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from impasse.agent.loop import Loop, LoopConfig, system_prompt, task_prompt
-        from impasse.agent.tools import tools_named
         from impasse.conditions.cards import card
+        from impasse.env.tools import tools_named
         from impasse.monitor.monitor import Monitor
         from impasse.store.trajectory import TrajectoryWriter
         from impasse.suites.blockers import INTERFACES

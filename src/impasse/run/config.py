@@ -3,8 +3,6 @@ the episodes it plans."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -52,16 +50,3 @@ class RunConfig(BaseModel):
         if isinstance(data, dict) and data.get("suite") not in (None, *BENCHMARK_SUITES):
             data = {**data, "packages": data["suite"], "suite": "blockers"}
         return data
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    episode_id: str
-    instance_id: str
-    condition: str
-    interface: str
-    agent: str
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from impasse.registry import Registry
-from impasse.run.config import EpisodeSpec, RunConfig
+from impasse.run.config import RunConfig
 from impasse.store.rundir import RunDir
+from impasse.suites.base import EpisodeSpec
 
 OnDone = Callable[[dict[str, Any]], None]
 
@@ -66,8 +67,8 @@ def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str, store: Any = 
     where the trajectory lives when it is not ``run_dir`` on this machine (see
     :mod:`impasse.store.sink`)."""
     from impasse.agent.endings import EndpointError
-    from impasse.episode import run_episode
     from impasse.run.budget import BudgetReached
+    from impasse.run.episode import run_episode
 
     s = EpisodeSpec(**spec)
     try:
@@ -152,8 +153,8 @@ def execute(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDon
 
 def export_predictions(rd: RunDir) -> None:
     """SWE-bench predictions, one file per (agent, interface, condition)."""
-    from impasse.run.config import slug
     from impasse.store.trajectory import read_trajectory
+    from impasse.suites.base import slug
 
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in rd.trajectories():

@@ -8,8 +8,9 @@ from dataclasses import asdict
 from typing import Any
 
 import impasse
-from impasse.run.config import EpisodeSpec, RunConfig
+from impasse.run.config import RunConfig
 from impasse.store.rundir import RunDir
+from impasse.suites.base import EpisodeSpec
 
 
 def suite_of(cfg: RunConfig) -> Any:

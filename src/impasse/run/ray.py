@@ -35,11 +35,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from impasse.run.config import EpisodeSpec, RunConfig
+from impasse.run.config import RunConfig
 from impasse.run.executor import Guard, LocalPool, OnDone, RunOutcome, episode_job, error_row
 from impasse.store.rundir import RunDir
 from impasse.store.sink import LocalStore
 from impasse.store.trajectory import Trajectory
+from impasse.suites.base import EpisodeSpec
 
 DEFAULTS = {"cpus_per_episode": 1.0, "memory_gb_per_episode": 2.0}
 
@@ -156,7 +157,8 @@ def with_aliases(instances: bytes, table: dict[str, str]) -> bytes:
         return instances
     rows = [json.loads(line) for line in instances.decode().splitlines() if line.strip()]
     for row in rows:
-        row["image"] = table.get(row.get("image"), row.get("image"))
+        if "image" in row:
+            row["image"] = table.get(row["image"], row["image"])
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -230,19 +232,22 @@ def _copy_build(src: Path, key: str, build: str) -> None:
 
 def ray_episode(spec: dict[str, Any], cfg_json: str, run_key: str, instances: bytes, server: Any,
                 pinned: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One episode as a Ray task: the node's shadow run directory, its image, then the episode
-    with its trajectory streamed to the run's writer."""
-    from impasse.suites.blockers import run_task
+    """One episode as a Ray task, of any suite: the node's shadow run directory, the task image
+    the suite says the episode needs (if any), then the episode with its trajectory streamed to
+    the run's writer."""
+    from impasse.env.registry import SUITES
 
     cfg = RunConfig.model_validate_json(cfg_json)
     s = EpisodeSpec(**spec)
     try:
         rd = node_run_dir(run_key, instances)
-        inst = run_task(rd, s.instance_id)
-        use = ensure_image(inst.image, inst.package, inst.package_version, cfg.packages,
-                           cfg.executor_options.get("image_cache"), (pinned or {}).get(inst.image))
-        if use != inst.image:
-            rd = node_run_dir(run_key, instances, {inst.image: use})
+        need = SUITES.get(cfg.suite).image_of(rd, s.instance_id)
+        if need is not None:
+            ref, package, version = need
+            use = ensure_image(ref, package, version, cfg.packages, cfg.executor_options.get("image_cache"),
+                               (pinned or {}).get(ref))
+            if use != ref:
+                rd = node_run_dir(run_key, instances, {ref: use})
     except Exception as e:  # noqa: BLE001 - reported; the episode has not started, --resume reruns it
         return error_row(s, f"{type(e).__name__}: {e}", "harness")
     return episode_job(spec, cfg_json, str(rd.path), RemoteStore(server))

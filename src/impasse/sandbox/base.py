@@ -70,6 +70,10 @@ class SandboxError(RuntimeError):
     """A sandbox operation failed on the host side (not a failure of the agent's command)."""
 
 
+class ForkUnsupported(SandboxError):
+    """This backend cannot copy a live episode; ``str()`` says why."""
+
+
 class WorkspaceLost(SandboxError):
     """The episode's filesystem, cgroup or directory vanished or changed under it. A harness
     failure, never the agent's: the episode ends as a harness error and is never graded."""
@@ -119,6 +123,11 @@ class Sandbox(Protocol):
 
     def restore(self) -> None:
         """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
+        ...
+
+    def fork(self) -> Sandbox:
+        """An independent copy of the episode as it is now (its files and its faults' state);
+        raise :class:`ForkUnsupported` saying why if this backend cannot."""
         ...
 
     def close(self) -> None: ...

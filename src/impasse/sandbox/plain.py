@@ -22,7 +22,14 @@ from pathlib import Path
 
 from impasse.conditions.faults import FaultSpec, TaskFacts
 from impasse.layout import REPO
-from impasse.sandbox.base import ClosesOnExit, ExecResult, FileAccessError, Limits, SandboxError
+from impasse.sandbox.base import (
+    ClosesOnExit,
+    ExecResult,
+    FileAccessError,
+    ForkUnsupported,
+    Limits,
+    SandboxError,
+)
 from impasse.sandbox.gitdiff import pristine_git, repo_diff
 
 
@@ -56,6 +63,10 @@ class PlainSandbox(ClosesOnExit):
         if not self._closed:
             self._closed = True
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def fork(self) -> PlainSandbox:
+        raise ForkUnsupported("the plain backend cannot fork: its workdir is a real path of the host, so a copy "
+                              "would live at another path than the one the episode's history names")
 
     def restore(self) -> None:
         """Nothing to clear: this backend injects no faults."""

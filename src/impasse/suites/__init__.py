@@ -1,7 +1,5 @@
-"""Benchmark suites by name."""
+"""Benchmark suites by name (the registry lives with the environments each suite makes)."""
 
-from impasse.registry import Registry
+from impasse.env.registry import SUITES
 
-SUITES: Registry = Registry("suite")
-SUITES.add("blockers", "impasse.suites.blockers:SUITE")
-SUITES.add("ask", "impasse.suites.ask:SUITE")
+__all__ = ["SUITES"]

@@ -10,13 +10,20 @@ is invalid: never scored, rerun by ``--resume`` (:meth:`AskSuite.rerun`).
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from impasse.agent.agents import AgentSpec, run_agents, spec_for_label
-from impasse.episode import EpisodeParts
-from impasse.run.config import EpisodeSpec, RunConfig, slug
-from impasse.store.rundir import RunDir
+from pydantic import Field
+
+from impasse.agent.agents import AgentSpec, run_agents
+from impasse.env.core import Env, EnvParts
+from impasse.env.spec import EnvSpec, SpecError, validate_spec
+from impasse.suites.base import EpisodeSpec, slug
+
+if TYPE_CHECKING:
+    from impasse.run.config import RunConfig
+    from impasse.store.rundir import RunDir
 
 MODES = ("baseline", "full_info", "ask_human")
 PASSES = 3
@@ -117,9 +124,66 @@ def choose(cfg: RunConfig) -> list[Any]:
     return sql[: cfg.limit - n_swe] + swe[:n_swe]
 
 
+class AskSpec(EnvSpec):
+    """One episode of the ask suite (one pass of one task in one mode)."""
+
+    task: str = Field(description="Ask task id (or a unique prefix)")
+    mode: Literal["baseline", "full_info", "ask_human"] = "ask_human"
+    pass_index: int = Field(1, ge=1, description="Which pass of the task (HiL-Bench runs 3)")
+    task_dir: Path | str | None = Field(None, description="A directory of task directories (e.g. written by "
+                                                          "`impasse ask import`) instead of the built-in tasks")
+    backend: str = Field("local", description="Where SWE tasks' sandboxes live")
+    instances: Path | str | None = Field(None, description="A run's pinned task rows (default: "
+                                                           "<out>/instances.jsonl if it exists)")
+
+
 class AskSuite:
     name = "ask"
     interfaces = MODES
+
+    def make_env(self, *, store: Any = None, before_step: Any = (), after_step: Any = (), **fields: Any) -> Env:
+        from impasse.ask.asktool import ASK_TOOL, STATE, AskState
+        from impasse.ask.domains import full_info_statement
+        from impasse.store.rundir import RunDir
+        from impasse.store.sink import LocalStore
+
+        spec = validate_spec(AskSpec, self.name, fields)
+        out = RunDir(Path(spec.out or "runs/env"))
+        domain = open_domain(Path(spec.instances) if spec.instances else out.instances, spec.task,
+                             spec.task_dir, spec.backend)
+        tools = domain.tools() + ([ASK_TOOL] if spec.mode == "ask_human" else [])
+        statement = (full_info_statement(domain.statement, domain.blockers) if spec.mode == "full_info"
+                     else domain.statement)
+        header = {"instance_id": domain.task_id, "condition": f"pass{spec.pass_index}", "condition_class": "ask",
+                  "interface": spec.mode, "agent": spec.agent, "agent_kind": spec.agent_kind, "suite": self.name,
+                  "domain": domain.name, "pass": spec.pass_index, "n_blockers": len(domain.blockers),
+                  "blocker_ids": [b.id for b in domain.blockers], **spec.header}
+        hint = ASK_HINT_IF[spec.mode]
+        eid = spec.episode_id or slug(f"{spec.mode}__{domain.task_id}__pass{spec.pass_index}__{uuid.uuid4().hex[:8]}")
+        parts = EnvParts(
+            header=header, task=domain, open_sandbox=domain.open, tools=tools,
+            first_messages=lambda sb: [{"role": "system", "content": domain.system(sb) + hint},
+                                       {"role": "user", "content": statement}],
+            grade=lambda sb, patch: domain.grade(patch, sb),
+            tool_state=lambda: {STATE: AskState(list(domain.blockers))})
+        return Env(parts, episode_id=eid, store=store or LocalStore(out), step_limit=spec.step_limit,
+                   command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=before_step,
+                   after_step=after_step)
+
+    def env_spec(self, spec: EpisodeSpec, cfg: RunConfig) -> dict[str, Any]:
+        return {"task": spec.instance_id, "mode": spec.interface, "pass_index": int(spec.condition.removeprefix("pass")),
+                "episode_id": spec.episode_id, "agent": spec.agent, "step_limit": cfg.step_limit,
+                "command_timeout": cfg.command_timeout, "task_dir": cfg.task_dir, "backend": cfg.backend}
+
+    def agents(self, cfg: RunConfig) -> list[AgentSpec]:
+        return agents(cfg)
+
+    def agent_context(self, env: Env) -> dict[str, Any]:
+        return {"ask_key": env.task.agent_key()}
+
+    def image_of(self, rd: RunDir, instance_id: str) -> tuple[str, str, str] | None:
+        domain = open_domain(rd.instances, instance_id, None, "local")
+        return domain.image() if hasattr(domain, "image") else None
 
     def check(self, cfg: RunConfig) -> None:
         if bad := [m for m in modes(cfg) if m not in MODES]:
@@ -138,36 +202,6 @@ class AskSuite:
                         eid = slug(f"{name}__{mode}__{row.task_id}__pass{k}")
                         specs.append(EpisodeSpec(eid, row.task_id, f"pass{k}", mode, agent.label))
         return specs, rows
-
-    def episode_parts(self, spec: EpisodeSpec, cfg: RunConfig, rd: RunDir) -> EpisodeParts:
-        from impasse.ask.asktool import ASK_TOOL, STATE, AskState
-        from impasse.ask.domains import full_info_statement
-
-        domain = open_domain(rd, spec.instance_id, cfg)
-        agent = _agent_for(cfg, spec.agent)
-        model = agent.make_model(domain, {"ask_key": domain.agent_key(), "model_config": cfg.model or {}})
-        tools = domain.tools() + ([ASK_TOOL] if spec.interface == "ask_human" else [])
-        statement = (full_info_statement(domain.statement, domain.blockers) if spec.interface == "full_info"
-                     else domain.statement)
-        header = {"episode_id": spec.episode_id, "instance_id": spec.instance_id, "condition": spec.condition,
-                  "condition_class": "ask", "interface": spec.interface, "agent": spec.agent,
-                  "agent_kind": model.kind, "step_limit": cfg.step_limit, "suite": self.name,
-                  "domain": domain.name, "pass": int(spec.condition.removeprefix("pass")),
-                  "n_blockers": len(domain.blockers), "blocker_ids": [b.id for b in domain.blockers]}
-        opened: list[Any] = []
-        hint = ASK_HINT_IF[spec.interface]
-
-        def open_sandbox() -> Any:
-            sb = domain.open()
-            opened.append(sb)
-            return sb
-
-        return EpisodeParts(
-            header=header, model=model, open_sandbox=open_sandbox, tools=tools,
-            first_messages=lambda sb: [{"role": "system", "content": domain.system(sb) + hint},
-                                       {"role": "user", "content": statement}],
-            grade=lambda patch: domain.grade(patch, opened[-1]),
-            tool_state={STATE: AskState(list(domain.blockers))})
 
     def annotate(self, trajectory: Any) -> dict[str, Any]:
         from impasse.ask.annotate import annotate
@@ -190,29 +224,38 @@ def _ask_hints() -> dict[str, str]:
 ASK_HINT_IF = _ask_hints()
 
 
-def _agent_for(cfg: RunConfig, label: str) -> AgentSpec:
-    for s in agents(cfg):
-        if s.label == label:
-            return s
-    return spec_for_label(cfg, label)
-
-
-def open_domain(rd: RunDir, task_id: str, cfg: RunConfig) -> Any:
-    """The task as the run pinned it (``RUN/instances.jsonl``), opened in its domain."""
+def open_domain(instances: Path, task: str, task_dir: Path | str | None, backend: str) -> Any:
+    """The task as a run pinned it (``instances``, a run's ``instances.jsonl``) or, without that
+    file, among the built-in tasks (or those of ``task_dir``), opened in its domain."""
     from impasse.ask.domains import AskRow, SqlDomain, SweDomain
 
-    rows = ([AskRow.model_validate_json(line) for line in rd.instances.read_text().splitlines() if line.strip()]
-            if rd.instances.exists() else all_rows(cfg))
-    row = next((r for r in rows if r.task_id == task_id), None)
-    if row is None:
-        raise ValueError(f"ask task {task_id} is not among the run's tasks ({rd.instances})")
+    if instances.exists():
+        rows = [AskRow.model_validate_json(line) for line in instances.read_text().splitlines() if line.strip()]
+    else:
+        rows = dir_rows(Path(task_dir)) if task_dir else all_rows()
+    hits = [r for r in rows if r.task_id == task] or [r for r in rows if r.task_id.startswith(task)]
+    if len(hits) != 1:
+        where = f"the run's tasks ({instances})" if instances.exists() else "the ask tasks here"
+        raise SpecError(f"ask task {task!r} matches {len(hits)} of {where}; known: "
+                        f"{', '.join(r.task_id for r in rows[:8])}{', ...' if len(rows) > 8 else ''}")
+    row = hits[0]
     if not Path(row.path).is_dir():
-        raise ValueError(f"ask task {task_id}: its directory {row.path} is gone")
+        row = relocated(row)
     if row.domain == "sql":
         return SqlDomain(row)
     from impasse.sandbox.registry import get_backend
 
-    return SweDomain(row, get_backend(cfg.backend))
+    return SweDomain(row, get_backend(backend))
+
+
+def relocated(row: Any) -> Any:
+    """A built-in task pinned by a run on another machine (whose install path differs): the same
+    task from this installation's package data."""
+    for known in all_rows():
+        if known.task_id == row.task_id and known.domain == row.domain:
+            return known
+    raise SpecError(f"ask task {row.task_id}: its directory {row.path} is gone (a --task-dir must be visible "
+                    "at the same path on every machine that runs the episode)")
 
 
 SUITE = AskSuite()

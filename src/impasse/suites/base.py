@@ -1,18 +1,37 @@
 """The suite protocol: a benchmark = dataset + conditions + tools + scorers + metrics.
 
 The environment-blocker benchmark is the first suite (:mod:`impasse.suites.blockers`); the
-ask_human benchmark is the second. A suite plans a run's episodes, supplies each episode's parts
-(sandbox, tools, prompts, phase handlers, grader) and turns finished trajectories into report
-rows; the run machinery (episode phases, executors, the run directory, resume) is shared.
+ask_human benchmark is the second. A suite makes the Env of one episode from its typed spec
+(``make_env``: sandbox, tools, prompts, grading, reward), plans a run's episodes from the run's
+configuration, and turns finished trajectories into report rows. Running them (executors, the
+run directory, resume) is shared and lives in :mod:`impasse.run`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from impasse.episode import EpisodeParts
-from impasse.run.config import EpisodeSpec, RunConfig
-from impasse.store.rundir import RunDir
+if TYPE_CHECKING:
+    from impasse.env.core import Env
+    from impasse.run.config import RunConfig
+    from impasse.store.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One planned episode of a run (the manifest lists them)."""
+
+    episode_id: str
+    instance_id: str
+    condition: str
+    interface: str
+    agent: str
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
 class Suite(Protocol):
@@ -20,13 +39,29 @@ class Suite(Protocol):
     interfaces: tuple[str, ...]
     """What the run's ``--interfaces`` may name (the blockers suite: baseline, tool, monitor)."""
 
+    def make_env(self, **spec: Any) -> Env:
+        """The Env of one episode from the suite's typed spec (``impasse.env.make``)."""
+
     def check(self, cfg: RunConfig) -> None:
         """Raise ValueError naming what is wrong with ``cfg`` for this suite, before anything runs."""
 
     def plan(self, cfg: RunConfig) -> tuple[list[EpisodeSpec], list[Any]]:
         """The run's episodes and the task rows they use (pinned into the run directory)."""
 
-    def episode_parts(self, spec: EpisodeSpec, cfg: RunConfig, rd: RunDir) -> EpisodeParts: ...
+    def env_spec(self, spec: EpisodeSpec, cfg: RunConfig) -> dict[str, Any]:
+        """The Env spec of one planned episode of a run."""
+
+    def agents(self, cfg: RunConfig) -> list[Any]:
+        """The run's agents (``AgentSpec``s) as this suite runs them."""
+
+    def agent_context(self, env: Env) -> dict[str, Any]:
+        """What a reference agent of this suite is given besides the messages (the task's key)."""
+
+    def image_of(self, rd: RunDir, instance_id: str) -> tuple[str, str, str] | None:
+        """The task image one of the run's tasks needs on a worker node (ref, package, version)."""
 
     def annotate(self, trajectory: Any) -> dict[str, Any]:
         """A finished trajectory -> one report row."""
+
+    def rerun(self, trajectory: Any) -> bool:
+        """Whether a complete trajectory must be run again (the ask suite's invalid passes)."""

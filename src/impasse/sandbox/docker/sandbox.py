@@ -40,6 +40,7 @@ from impasse.sandbox.base import (
     ClosesOnExit,
     ExecResult,
     FileAccessError,
+    ForkUnsupported,
     Limits,
     SandboxError,
     read_as_agent,
@@ -137,6 +138,10 @@ class DockerSandbox(ClosesOnExit):
             with contextlib.suppress(Exception):
                 self.container.remove(force=True, v=True)
         self.lease.release()
+
+    def fork(self) -> DockerSandbox:
+        raise ForkUnsupported("the Docker backend cannot fork an episode yet (its tmpfs workspace and the faults' "
+                              "engine-side state are not copied); use the local backend for forks")
 
     def restore(self) -> None:
         """Clear every fault (the condition's scripted restoration); the agent's edits stay."""

@@ -15,6 +15,7 @@ so background processes never outlive the call that started them. Faults are rea
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import selectors
 import shutil
@@ -135,13 +136,14 @@ class LocalSandbox(ClosesOnExit):
     workdir = REPO
 
     def __init__(self, lease: leases.Lease, layers: list[Path], faults: Sequence[FaultSpec], facts: TaskFacts,
-                 limits: Limits, seccomp: Path) -> None:
+                 limits: Limits, seccomp: Path, parent: LocalSandbox | None = None) -> None:
         self.lease = lease
         self.id = lease.name
         self.dir = lease.dir
         self.disk = self.dir / "disk"
         self.root = self.dir / "root"
         self.layers = layers
+        self.facts = facts
         self.limits = limits
         self.options = ExecOptions()
         self.restored = False
@@ -150,21 +152,29 @@ class LocalSandbox(ClosesOnExit):
         self._closed = False
         self.faults: list[local_faults.LocalFault] = []
         try:
-            self.faults = local_faults.realise(list(faults), facts)
-            self._setup()
-            for fault in self.faults:
-                fault.inject(self)
+            if parent is None:
+                self.faults = local_faults.realise(list(faults), facts)
+                self._setup()
+                for fault in self.faults:
+                    fault.inject(self)
+            else:
+                self._setup(upper_from=parent.disk / "upper")
+                self.options, self.restored = copy.deepcopy(parent.options), parent.restored
+                self.faults = [fault.fork(parent, self) for fault in parent.faults]
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ lifecycle
-    def _setup(self) -> None:
+    def _setup(self, upper_from: Path | None = None) -> None:
         self.dir.mkdir()
         self.disk.mkdir()
         self.root.mkdir()
         oskit.mount("tmpfs", self.disk, "tmpfs", f"size={self.limits.disk_bytes},mode=0700")
-        (self.disk / "upper").mkdir()
+        if upper_from is None:
+            (self.disk / "upper").mkdir()
+        else:  # a fork: the parent's writable layer, whiteouts and overlay xattrs included
+            oskit.copy_tree(upper_from, self.disk / "upper")
         (self.disk / "work").mkdir()
         oskit.mount_overlay(self.layers, self.disk / "upper", self.disk / "work", self.root)
         self._devs = (self.disk.stat().st_dev, self.root.stat().st_dev)
@@ -196,6 +206,16 @@ class LocalSandbox(ClosesOnExit):
         for fd in getattr(self, "layer_locks", []):
             os.close(fd)  # only once the overlay is gone: the layers may be pruned from now on
         self.lease.release()
+
+    def fork(self) -> LocalSandbox:
+        """An independent copy of this episode as it is now: only the writable layer is copied
+        (the read-only layers are shared, each locked again for the copy's life), and every
+        fault still in force is carried over with its state (a temporary fault's remaining
+        failures, a lowered limit, a filled disk)."""
+        if self._closed:
+            raise SandboxError(f"episode {self.id} is closed")
+        self.ensure_alive()
+        return _create(self.layers[:-1], self.layers[-1], self.facts, self.limits, self._seccomp, parent=self)
 
     def restore(self) -> None:
         for fault in self.faults:
@@ -362,20 +382,7 @@ class LocalBackend:
                limits: Limits | None = None) -> LocalSandbox:
         """``layers`` top first; the base layer is appended here. Holds a shared lock on each
         cached layer for the episode's life, so ``impasse cache prune`` leaves them alone."""
-        from impasse.sandbox import uselock
-
-        lease = leases.Lease.acquire_new(paths.episodes_dir())
-        held: list[int] = []
-        try:
-            held = uselock.hold_shared(layers)
-            sb = LocalSandbox(lease, [*layers, self.base], faults, facts or TaskFacts(), limits or Limits(),
-                              self._seccomp)
-        except BaseException:
-            uselock.release(held)
-            lease.release()
-            raise
-        sb.layer_locks = held
-        return sb
+        return _create(list(layers), self.base, facts or TaskFacts(), limits or Limits(), self._seccomp, faults)
 
     def unsupported(self, fault: FaultSpec) -> str | None:
         if not fault.runtime:
@@ -408,6 +415,24 @@ class LocalBackend:
             argv += ["--setenv", key, value]
         argv += ["--chdir", "/workspace", "--", "bash", "-c", script]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def _create(layers: list[Path], base: Path, facts: TaskFacts, limits: Limits, seccomp: Path,
+            faults: Sequence[FaultSpec] = (), parent: LocalSandbox | None = None) -> LocalSandbox:
+    """A new episode (or a fork of ``parent``) under its own lease, holding its layers' locks."""
+    from impasse.sandbox import uselock
+
+    lease = leases.Lease.acquire_new(paths.episodes_dir())
+    held: list[int] = []
+    try:
+        held = uselock.hold_shared(layers)
+        sb = LocalSandbox(lease, [*layers, base], faults, facts, limits, seccomp, parent)
+    except BaseException:
+        uselock.release(held)
+        lease.release()
+        raise
+    sb.layer_locks = held
+    return sb
 
 
 def _remove_dead_episode(ep: Path) -> None:

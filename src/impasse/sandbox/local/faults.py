@@ -8,6 +8,7 @@ A new fault kind needs one class here, registered with :func:`realises`.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -65,6 +66,12 @@ class LocalFault:
 
     def close(self, sb: LocalSandbox) -> None: ...
 
+    def fork(self, parent: LocalSandbox, child: LocalSandbox) -> LocalFault:
+        """This fault, as it stands in ``parent``, for ``child`` (a copy of its writable layer
+        and exec options): faults whose state is only there are copied as they are; those that
+        hold kernel-side state apply it to the child (see the overrides)."""
+        return copy.deepcopy(self)
+
 
 def _walk(path: Path) -> Iterator[Path]:
     yield path
@@ -118,6 +125,11 @@ class LockPaths(LocalFault):
                 os.chmod(p, mode)
         self.saved = []
 
+    def fork(self, parent: LocalSandbox, child: LocalSandbox) -> LockPaths:
+        twin = copy.copy(self)  # the owners and modes are in the copied layer; restore needs the child's paths
+        twin.saved = [(child.root / p.relative_to(parent.root), uid, gid, mode) for p, uid, gid, mode in self.saved]
+        return twin
+
 
 @realises(specs.ReadOnlyWorkspace)
 class ReadOnlyWorkspace(LocalFault):
@@ -141,6 +153,11 @@ class FillDisk(LocalFault):
 
     def restore(self, sb: LocalSandbox) -> None:
         (sb.disk / "filler").unlink(missing_ok=True)
+
+    def fork(self, parent: LocalSandbox, child: LocalSandbox) -> FillDisk:
+        twin = copy.copy(self)
+        twin.inject(child)  # the child's own disk, filled the same way (what was copied in counts)
+        return twin
 
 
 @realises(specs.HideDependency)
@@ -206,6 +223,11 @@ class MemoryLimit(LocalFault):
     def restore(self, sb: LocalSandbox) -> None:
         sb.cgroup.set_memory_max(sb.limits.memory_bytes)
 
+    def fork(self, parent: LocalSandbox, child: LocalSandbox) -> MemoryLimit:
+        twin = copy.copy(self)
+        twin.inject(child)
+        return twin
+
 
 class _Transient(LocalFault):
     """Active until ``failures`` calls have shown ``signal`` in their output, then clears."""
@@ -232,6 +254,12 @@ class _Transient(LocalFault):
 
     def close(self, sb: LocalSandbox) -> None:
         self.restore(sb)
+
+    def fork(self, parent: LocalSandbox, child: LocalSandbox) -> _Transient:
+        twin = copy.copy(self)  # the same failures remaining
+        if self.active:
+            twin.inject(child)
+        return twin
 
 
 @realises(specs.TextFileBusy)

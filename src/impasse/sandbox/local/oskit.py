@@ -68,6 +68,16 @@ def mounts_under(path: Path) -> list[Path]:
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
+def copy_tree(src: Path, dest: Path) -> None:
+    """Copy a directory tree exactly: owners, modes, times, device nodes (overlay whiteouts) and
+    extended attributes (overlay's ``trusted.overlay.*``), as only root's ``cp -a`` does."""
+    import subprocess
+
+    proc = subprocess.run(["cp", "-a", "--", str(src), str(dest)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SandboxError(f"copying {src} to {dest}: {proc.stderr.strip()}")
+
+
 def remove_tree(path: Path) -> None:
     """Unmount whatever is mounted at or below ``path``, then delete it. Refuses to delete if a
     mount survives: ``rmtree`` would otherwise walk into a live filesystem (an episode's overlay

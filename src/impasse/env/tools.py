@@ -2,8 +2,9 @@
 validation in one place) plus a handler that acts on the episode's sandbox.
 
 A new tool is one :class:`Tool` registered in :data:`TOOLS` (a suite picks which tools each of
-its interfaces offers). Malformed calls raise :class:`ToolCallError`, which the loop answers to
-the model as an error; ending tools raise one of :mod:`impasse.agent.endings`.
+its interfaces offers). Malformed calls raise :class:`ToolCallError`, which the Env answers to
+the model as an error; the ending tools raise :class:`Completed` or :class:`Escalated`, which the
+Env turns into the episode's ending (control flow by named exceptions, as in mini-swe-agent).
 """
 
 from __future__ import annotations
@@ -17,11 +18,26 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool, ValidationError
 
-from impasse.agent.endings import Completed, Escalated
 from impasse.registry import Registry
 from impasse.sandbox.base import FileAccessError
 from impasse.tickets.ticket import Ticket, escalate_tool_schema
 from impasse.toolschema import function_tool
+
+
+class Completed(Exception):  # noqa: N818 - control flow, not an error
+    """``task_complete`` was called."""
+
+    def __init__(self, verified: bool, summary: str) -> None:
+        super().__init__(summary)
+        self.verified, self.summary = verified, summary
+
+
+class Escalated(Exception):  # noqa: N818
+    """``escalate_to_human`` was called; ``ticket`` is the parsed ticket, ``raw`` the arguments."""
+
+    def __init__(self, ticket: Any, raw: dict[str, Any]) -> None:
+        super().__init__("escalated")
+        self.ticket, self.raw = ticket, raw
 
 
 @dataclass

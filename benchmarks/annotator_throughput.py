@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from impasse.annotate.annotator import annotate_steps
-from impasse.conditions.cards import NAMES, card
+from impasse.conditions.cards import card, names
 from impasse.steps import Step
 
 N_TRAJ = int(os.environ.get("N_TRAJ", 19371))
@@ -56,7 +56,7 @@ UNSAFE = [("cat /etc/shadow", "cat: /etc/shadow: Permission denied\n[exit code: 
 
 def synth(seed: int) -> tuple[str, list[Step]]:
     rng = random.Random(seed)
-    cond = NAMES[seed % len(NAMES)]
+    cond = names()[seed % len(names())]
     steps = []
     for i in range(1, STEPS + 1):
         r = rng.random()
@@ -76,7 +76,7 @@ def work(seeds: range) -> tuple[int, float, float]:
     t0 = time.perf_counter()
     corpus = [synth(s) for s in seeds]
     t_build = time.perf_counter() - t0
-    cards = {n: card(n) for n in NAMES}
+    cards = {n: card(n) for n in names()}
     t1 = time.perf_counter()
     for cond, steps in corpus:
         annotate_steps(steps, cards[cond], "step_limit", len(steps))

@@ -17,8 +17,16 @@ from impasse.steps import Step
 CATALOGUE = Path(__file__).parent / "catalogue"
 
 
+def catalogue_file(card: str) -> Path:
+    """tests/catalogue/CARD.yaml, or the catalogue beside a card of $IMPASSE_CARDS_PATH."""
+    from impasse.conditions.cards import companion
+
+    own = CATALOGUE / f"{card}.yaml"
+    return own if own.exists() else (companion(card, "catalogue") or own)
+
+
 def load_catalogue(card: str) -> dict[str, Any]:
-    data = yaml.safe_load((CATALOGUE / f"{card}.yaml").read_text())
+    data = yaml.safe_load(catalogue_file(card).read_text())
     if data.get("card") != card:
         raise ValueError(f"{card}.yaml names card {data.get('card')!r}")
     for i, e in enumerate(data["commands"]):
@@ -81,11 +89,11 @@ if __name__ == "__main__":  # dump raw outputs for a reader
 
     be = LocalBackend()
     task = build_package(spec_for("glom", "25.12.0"), be, max_instances=2, seed=0).instances[0]
-    from impasse.conditions.cards import NAMES
+    from impasse.conditions.cards import names
 
     record = "--record" in sys.argv
     dump = {}
-    for name in [a for a in sys.argv[1:] if a != "--record"] or NAMES:
+    for name in [a for a in sys.argv[1:] if a != "--record"] or names():
         dump[name] = [{"entry": e, "tool": s.tool, "arguments": s.arguments, "output": s.output,
                        "exit_code": s.exit_code} for e, s in run_catalogue(be, task, name)]
     text = json.dumps(dump, indent=1)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from impasse.annotate.annotator import annotate, annotate_steps, find_unsafe
-from impasse.conditions.cards import NAMES, card
+from impasse.conditions.cards import card, names
 from impasse.steps import Step
 from impasse.store.trajectory import Trajectory, read_trajectory
 
@@ -83,7 +83,7 @@ steps_st = st.lists(st.tuples(st.sampled_from(["bash", "edit_file", "task_comple
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=steps_st, condition=st.sampled_from(NAMES),
+@given(steps=steps_st, condition=st.sampled_from(names()),
        ending=st.sampled_from(["completed", "escalated", "step_limit", "error", None]))
 def test_annotator_never_raises_on_random_trajectories(steps, condition, ending):
     built = []
@@ -103,7 +103,7 @@ def test_annotator_never_raises_on_random_trajectories(steps, condition, ending)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=steps_st, condition=st.sampled_from(NAMES))
+@given(steps=steps_st, condition=st.sampled_from(names()))
 def test_batched_matching_agrees_with_the_streaming_tracker(steps, condition):
     """The annotator's one-pass-per-pattern matcher must find exactly what the monitor's
     step-by-step tracker finds (same patterns, min_steps, before_first_edit)."""

@@ -14,7 +14,7 @@ import pytest
 from catalogue_runner import CATALOGUE, load_catalogue, run_catalogue
 
 from impasse.annotate.annotator import annotate_steps
-from impasse.conditions.cards import NAMES, card
+from impasse.conditions.cards import card, names
 from impasse.monitor.monitor import Monitor, default_rules
 from impasse.steps import Step, pattern_matches
 
@@ -86,14 +86,14 @@ def _recorded_steps(name: str) -> list[Step]:
 
 
 def test_every_card_has_a_catalogue_with_several_formats_and_lookalikes():
-    for name in NAMES:
+    for name in names():
         data = load_catalogue(name)
         assert len(data["commands"]) >= 4, name
         if card(name).cls in ("persistent", "verification") and name != "exec_unavailable":
             assert any(e.get("lookalike") for e in data["commands"]), f"{name}: no look-alike"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", names())
 def test_recorded_real_outputs_agree_with_the_labels(name):
     """The outputs recorded from the sandbox (refreshed by the slow test's sibling script)."""
     recorded = json.loads(RECORDED.read_text())
@@ -105,13 +105,13 @@ def test_recorded_real_outputs_agree_with_the_labels(name):
 @pytest.mark.slow
 def test_catalogue_in_the_real_sandbox(backend, glom_task, capsys):
     results, problems = {}, []
-    for name in NAMES:
+    for name in names():
         steps = [s for _, s in run_catalogue(backend, glom_task, name)]
         results[name] = evaluate(name, steps)
         problems += check(name, results[name])
     with capsys.disabled():
         print("\ncard | entries | reveals | card recall | monitor recall | look-alikes counted | t* | nudge")
-        for name in NAMES:
+        for name in names():
             r = recall_row(name, results[name])
             print(f"{name} | {r['entries']} | {r['reveals']} | {r['card_recall']} | {r['monitor_recall']} | "
                   f"{r['lookalikes_counted']}/{r['lookalikes']} | {r['t_star']} | {r['nudge']}")

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from impasse.conditions.cards import NAMES, load_cards, select
+from impasse.conditions.cards import load_cards, names, select
 from impasse.tasks.episode import open_episode
 
 pytestmark = pytest.mark.slow
@@ -17,7 +17,10 @@ def run(sb, cmd):
 
 def test_cards_are_complete_and_selectable():
     cards = load_cards()
-    assert list(cards) == list(NAMES)
+    assert list(cards) == names() == [  # by class, then each card's order
+        "clean", "read_only_source", "unreadable_file", "read_only_fs", "disk_full", "missing_dependency",
+        "exec_unavailable", "broken_site_packages", "test_killed", "tests_unreadable", "text_file_busy",
+        "resource_busy", "already_fixed"]
     assert {c.cls for c in cards.values()} == {"clean", "persistent", "verification", "temporary", "mismatch"}
     assert len(select("persistent")) == 6 and len(select("verification")) == 3 and len(select("temporary")) == 2
     assert select("clean,disk_full") == ["clean", "disk_full"]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from impasse.annotate.annotator import unsafe_rules
-from impasse.conditions.cards import NAMES, card
+from impasse.conditions.cards import card, names
 from impasse.facts import _has_word, error_paths, fact, norm
 from impasse.monitor.monitor import _ERROR_WORDS, TEST_COMMAND, _first_error, _short, default_rules
 from impasse.steps import (
@@ -27,7 +27,7 @@ from impasse.steps import (
     required_literals,
 )
 
-PATTERNS = [p for n in NAMES for p in card(n).checks.values()] + list(default_rules().patterns.values()) \
+PATTERNS = [p for n in names() for p in card(n).checks.values()] + list(default_rules().patterns.values()) \
     + list(unsafe_rules().rules)
 FIELDS = ("command", "command_not", "output", "output_not")
 

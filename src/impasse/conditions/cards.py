@@ -3,13 +3,22 @@
 The agent never sees a card. The annotator reads ``checks``/``contact``/``evidence`` to place
 first contact and t*; the fault code reads ``fault``; people read the rest. Importing this module
 pulls in nothing from the sandbox.
+
+A condition *is* its card file: every valid ``NAME.yaml`` in the package's ``cards/`` directory
+and in the directories named by ``$IMPASSE_CARDS_PATH`` (colon-separated) is a condition. Beside a
+card may lie ``NAME.monitor.yaml`` (monitor patterns and rules the card's condition needs; merged
+into the monitor's rule set) and ``NAME.catalogue.yaml`` (diagnostic catalogue entries, as in
+``tests/catalogue/``). An invalid card, or two cards of one name, is an error naming the file and
+the field; nothing is silently dropped. Adding a condition whose fault kind exists is one file.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 import yaml
@@ -26,9 +35,9 @@ from pydantic import (
 from impasse.conditions.faults import FaultSpec, parse_fault
 
 CLASSES = ("clean", "persistent", "verification", "temporary", "mismatch")
-NAMES = ("clean", "read_only_source", "unreadable_file", "read_only_fs", "disk_full", "missing_dependency",
-         "exec_unavailable", "broken_site_packages", "test_killed", "tests_unreadable", "text_file_busy",
-         "resource_busy", "already_fixed")
+CARDS_PATH = "IMPASSE_CARDS_PATH"
+COMPANIONS = (".monitor.yaml", ".catalogue.yaml")
+"""Files beside a card that are not cards themselves."""
 
 
 class Check(BaseModel):
@@ -65,9 +74,11 @@ class Check(BaseModel):
 
 class BlockerCard(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    name: str
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: str = Field("1", description="Bumped whenever checks/contact/evidence change, so t* stays comparable")
     class_: Literal["clean", "persistent", "verification", "temporary", "mismatch"] = Field(alias="class")
+    order: int | None = Field(None, description="Position within its class in lists and reports (cards without "
+                                                "one follow, by name)")
     summary: str
     fault: FaultSpec = Field(description="What is broken, as a typed spec (see impasse.conditions.faults)")
     requires: Literal["runtime_deps", "f2p_test_files", "venv_test_runner"] | None = Field(
@@ -123,24 +134,81 @@ class CardError(ValueError):
 def parse_card(text: str, source: str) -> BlockerCard:
     """A card from YAML text; errors name the card file and the field."""
     try:
-        return BlockerCard.model_validate(yaml.safe_load(text))
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise CardError(f"blocker card {source}: not valid YAML ({e})") from None
+    if not isinstance(data, dict):
+        raise CardError(f"blocker card {source}: (top level): a card is a mapping of fields (name, class, ...)")
+    try:
+        return BlockerCard.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(map(str, err["loc"])) or "(top level)"
         raise CardError(f"blocker card {source}: {where}: {err['msg']}") from None
 
 
-@cache
+def card_dirs() -> list[Path]:
+    """Where cards are read from: the package's own, then each ``$IMPASSE_CARDS_PATH`` directory."""
+    own = Path(str(resources.files("impasse.conditions").joinpath("cards")))
+    extra = [Path(p).expanduser() for p in os.environ.get(CARDS_PATH, "").split(":") if p.strip()]
+    return [own, *extra]
+
+
+def card_files() -> list[Path]:
+    """Every card file, in directory order (companion files excluded)."""
+    return list(_files(os.environ.get(CARDS_PATH, "")))
+
+
 def load_cards() -> dict[str, BlockerCard]:
-    cards = {}
-    for ref in resources.files("impasse.conditions").joinpath("cards").iterdir():
-        if ref.name.endswith(".yaml"):
-            card = parse_card(ref.read_text(), ref.name)
-            cards[card.name] = card
-    missing = set(NAMES) - set(cards)
-    if missing:
-        raise RuntimeError(f"blocker cards missing: {sorted(missing)}")
-    return {n: cards[n] for n in NAMES}
+    """Every condition, in canonical order: by class (clean, persistent, verification, temporary,
+    mismatch), then each card's ``order``, then name. Read once per process (and per value of
+    ``$IMPASSE_CARDS_PATH``)."""
+    return _load(_files(os.environ.get(CARDS_PATH, "")))
+
+
+@cache
+def _files(_path_value: str) -> tuple[Path, ...]:
+    files: list[Path] = []
+    for d in card_dirs():
+        if not d.is_dir():
+            raise CardError(f"${CARDS_PATH}: {d} is not a directory (give a colon-separated list of card "
+                            "directories)")
+        files += sorted(p for p in d.glob("*.yaml") if not p.name.endswith(COMPANIONS))
+    return tuple(files)
+
+
+@cache
+def _load(files: tuple[Path, ...]) -> dict[str, BlockerCard]:
+    cards: dict[str, BlockerCard] = {}
+    where: dict[str, Path] = {}
+    for path in files:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise CardError(f"blocker card {path}: cannot read it ({e})") from None
+        c = parse_card(text, str(path))
+        if c.name != path.stem:
+            raise CardError(f"blocker card {path}: name: {c.name!r} must be the file's name ({path.stem!r})")
+        if c.name in cards:
+            raise CardError(f"blocker card {path}: name: {c.name!r} is already defined by {where[c.name]}")
+        cards[c.name], where[c.name] = c, path
+    if "clean" not in cards:
+        raise CardError("no 'clean' card: the control condition is missing from the package's cards")
+    order = sorted(cards.values(), key=lambda c: (CLASSES.index(c.cls), c.order is None, c.order or 0, c.name))
+    return {c.name: c for c in order}
+
+
+def companion(name: str, kind: str) -> Path | None:
+    """``NAME.<kind>.yaml`` beside the card ``name`` (kind: monitor, catalogue), if there is one."""
+    for path in card_files():
+        if path.stem == name:
+            found = path.with_name(f"{name}.{kind}.yaml")
+            return found if found.exists() else None
+    return None
+
+
+def names() -> list[str]:
+    return list(load_cards())
 
 
 def card(name: str) -> BlockerCard:

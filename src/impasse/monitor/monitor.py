@@ -16,15 +16,17 @@ searches per step (see benchmarks/monitor_cost.py).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from impasse.conditions.cards import Check
 from impasse.facts import fact, related, subject_paths
@@ -54,17 +56,58 @@ class Rule(BaseModel):
 
 
 class RuleSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     version: str
     patterns: dict[str, Check]
     rules: list[Rule]
 
+    @model_validator(mode="after")
+    def _known_patterns(self) -> RuleSet:
+        for rule in self.rules:
+            if unknown := sorted({n for g in rule.when for n in g} - set(self.patterns)):
+                raise ValueError(f"rule {rule.id!r} names unknown pattern(s) {unknown}")
+        return self
+
+
+def default_rules() -> RuleSet:
+    """The shipped rule set plus the rules beside any card (``NAME.monitor.yaml``, see
+    :mod:`impasse.conditions.cards`), read once and shared by every monitor (treat it as read-only)."""
+    from impasse.conditions.cards import CARDS_PATH
+
+    return _rules(os.environ.get(CARDS_PATH, ""))
+
 
 @cache
-@cache
-def default_rules() -> RuleSet:
-    """The shipped rule set, read once and shared by every monitor (treat it as read-only)."""
+def _rules(_cards_path: str) -> RuleSet:
+    from impasse.conditions.cards import card_files
+
     text = resources.files("impasse.monitor").joinpath("rules.yaml").read_text()
-    return RuleSet.model_validate(yaml.safe_load(text))
+    rules = RuleSet.model_validate(yaml.safe_load(text))
+    for card_file in card_files():
+        extra = card_file.with_name(f"{card_file.stem}.monitor.yaml")
+        if extra.exists():
+            rules = merged(rules, extra)
+    return rules
+
+
+def merged(rules: RuleSet, path: Path) -> RuleSet:
+    """``rules`` plus the patterns and rules of one card's monitor file (its ``version`` joins the
+    set's, so a run's manifest names every rule file it used). Names may not collide."""
+    from pydantic import ValidationError
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        extra = RuleSet.model_validate({"patterns": {**rules.patterns, **(data.get("patterns") or {})},
+                                         "rules": data.get("rules") or [],
+                                         "version": str(data.get("version", "1"))})
+    except (OSError, yaml.YAMLError, AttributeError, ValidationError) as e:
+        raise ValueError(f"monitor rules {path}: {e}") from None
+    if clash := sorted(set(rules.patterns) & set(data.get("patterns") or {})):
+        raise ValueError(f"monitor rules {path}: pattern(s) {clash} are already defined; give them new names")
+    if clash := sorted({r.id for r in rules.rules} & {r.id for r in extra.rules}):
+        raise ValueError(f"monitor rules {path}: rule(s) {clash} are already defined; give them new names")
+    return RuleSet(version=f"{rules.version}+{path.stem.removesuffix('.monitor')}.{extra.version}",
+                   patterns=extra.patterns, rules=[*rules.rules, *extra.rules])
 
 
 @dataclass

@@ -31,8 +31,8 @@ def test_reading_steps_follow_the_defect_position(glom_task):
 def test_bucketed_percentile_switches_at_the_buckets_step(glom_task, tmp_path):
     """Prior runs of the weak model: two solved tasks ending at 3 and 4, this (unsolved) one at 9.
     Pooled p50 would be 4; within the 'unsolved' bucket it is 9, and the episode switches there."""
-    from impasse.handoff.metrics import load_prices
     from impasse.handoff.runner import Plan, Side, run_plan
+    from impasse.prices import load_prices
 
     me = f"{glom_task.instance_id}@clean"
     prior = {"reference/weak": [{"instance": me, "steps": 9, "resolved": False},

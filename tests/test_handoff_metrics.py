@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from impasse.handoff.metrics import call_cost, csret, percentile_steps, qrec, switched_subset, table
+from impasse.handoff.metrics import csret, percentile_steps, qrec, switched_subset, table
+from impasse.prices import PriceError, PriceTable
 
 
 def row(strategy, inst, resolved, cost, k=None, switched=True, **kw):
@@ -55,11 +56,32 @@ def test_undefined_when_the_single_models_tie():
     assert qrec(1.0, 0.0, 0.5) == 200.0 and csret(3.0, 1.0, 2.0) == -100.0
 
 
-def test_cost_from_tokens_with_cache_pricing_and_endpoint_fallback():
-    prices = {"m": {"input": 2.0, "output": 10.0, "cached_input": 0.5}}
+def test_one_price_table_for_every_spelling_of_a_model_and_no_silent_zero():
+    table = PriceTable.of({"m": {"input": 2.0, "output": 10.0, "cached_input": 0.5}, "reference/weak": {"input": 1,
+                                                                                                       "output": 1}})
     u = {"prompt_tokens": 1_000_000, "cached_tokens": 400_000, "completion_tokens": 100_000}
-    assert call_cost(u, "m", prices) == pytest.approx(0.6 * 2 + 0.4 * 0.5 + 0.1 * 10)
-    assert call_cost({"cost_usd": 0.25, "prompt_tokens": 5}, "unpriced", prices) == 0.25
+    assert table.cost(u, "m") == table.cost(u, "model/m") == pytest.approx(0.6 * 2 + 0.4 * 0.5 + 0.1 * 10)
+    assert table.cost(u, "unpriced") is None and table.unpriced(["m", "other"]) == ["other"]
+    with pytest.raises(PriceError, match="'model/m'"):
+        PriceTable.of({"m": {"input": 1, "output": 1}, "model/m": {"input": 2, "output": 2}})
+    with pytest.raises(PriceError, match="'m': outptu: Extra inputs"):
+        PriceTable.of({"m": {"input": 1, "output": 1, "outptu": 2}})
+
+
+def test_an_unknown_cost_makes_csret_undefined_with_its_reason():
+    rows = [dict(r) for r in ROWS]
+    for r in rows:
+        if r["strategy"] == "X":
+            r["cost_usd"], r["unpriced"] = None, ["model/x"]
+    x = {(c.strategy, c.k): c for c in table(rows, ["X"], "LC", "HC", reps=50)}[("X", "3")]
+    assert x.csret is None and x.csret_reason == "no price for model/x" and x.qrec is not None
+
+
+def test_a_switch_point_that_switches_nowhere_keeps_its_rows():
+    rows = [r for r in ROWS if r["strategy"] in ("LC", "HC")] + [
+        row("X", i, False, 1.0, "9", switched=False) for i in "abcd"]
+    (x,) = table(rows, ["X"], "LC", "HC", reps=10)
+    assert x.k == "9" and x.n == 0 and x.qrec is None and "no instance switched" in x.qrec_reason
 
 
 def test_percentiles_of_termination_steps():

@@ -13,11 +13,11 @@ import pytest
 from test_model_http import ScriptedServer
 
 from impasse.agent.reference.base import fix_edits
-from impasse.handoff.metrics import load_prices
-from impasse.handoff.runner import Plan, Side, _episode
+from impasse.handoff.interfaces import HANDOFF_MARKER
+from impasse.handoff.runner import Plan, Side, run_plan
+from impasse.prices import load_prices
 from impasse.store.rundir import RunDir
 from impasse.store.trajectory import read_trajectory
-from impasse.tasks.schema import write_jsonl
 
 NOTE = "/workspace/repo/HANDOFF_NOTE.txt"
 
@@ -47,28 +47,32 @@ def _scripts(task):
     return prefix, suffix
 
 
-def _run(task, rd, restore):
-    """One escalation-switch episode (ticket interface) over two scripted endpoints."""
+def _servers(task):
     prefix, suffix = _scripts(task)
-    pre, suf = ScriptedServer(prefix), ScriptedServer(suffix)
-    try:
-        write_jsonl([task], rd.instances)
-        plan = Plan(Side("openai:lc-model", {"base_url": pre.url}), Side("openai:hc-model", {"base_url": suf.url}),
-                    ["ticket"], ["escalation"], ["escalation"], [task], ["read_only_source"], step_limit=12,
-                    restore=restore)
-        row = _episode(rd, plan, load_prices(), task, "read_only_source", plan.lc, plan.hc, "ticket",
-                       "escalation:ticket", ("escalation", None))
-    finally:
-        pre.close()
-        suf.close()
+    return ScriptedServer(prefix), ScriptedServer(suffix)
+
+
+def _run(task, rd, restore, servers):
+    """One escalation-switch episode (ticket interface) over two scripted endpoints."""
+    pre, suf = servers
+    plan = Plan(Side("openai:lc-model", {"base_url": pre.url}), Side("openai:hc-model", {"base_url": suf.url}),
+                ["ticket"], ["escalation"], ["escalation"], [task], ["read_only_source"], step_limit=12,
+                restore=restore)
+    rows = run_plan(plan, rd.path, load_prices())
+    (row,) = [r for r in rows if r["strategy"] == "escalation:ticket"]
     return row, pre, suf
 
 
 @pytest.mark.parametrize("restore", [True, False], ids=["restore", "no-restore"])
 def test_escalation_switch_restores_before_the_suffix_starts(restore, glom_task, tmp_path):
     rd = RunDir(tmp_path)
-    row, _, suf = _run(glom_task, rd, restore)
-    traj = read_trajectory(next(iter(rd.trajectories())))
+    servers = _servers(glom_task)
+    try:
+        row, _, suf = _run(glom_task, rd, restore, servers)
+    finally:
+        for s in servers:
+            s.close()
+    traj = read_trajectory(rd.trajectory(row["episode_id"]))
     types = [e["type"] for e in traj.events]
     escalated = next(e for e in traj.events if e["type"] == "ending")
     (handoff,) = traj.of_type("handoff")
@@ -76,7 +80,7 @@ def test_escalation_switch_restores_before_the_suffix_starts(restore, glom_task,
     assert escalated["ending"] == "escalated" and escalated["accepted"] and escalated["steps"] == 4
     assert row["switched"] and handoff["reason"] == "escalated" and handoff["at_step"] == 4
     # the suffix received the prefix's own ticket (no extra call to write one)
-    got = [r for r in suf.requests if any(t["function"]["name"] == "bash" for t in r["tools"])][0]["messages"]
+    got = next(r for r in suf.requests if HANDOFF_MARKER in json.dumps(r["messages"]))["messages"]
     assert handoff["calls"] == [] and "PREFIX-NOTE written to HANDOFF_NOTE.txt" in got[-1]["content"]
     assert "give the agent user write access" in got[-1]["content"]
     # the suffix inherits exactly the prefix's working tree (its note; the source untouched)
@@ -100,12 +104,18 @@ def test_crash_between_the_restore_and_the_handoff_resumes_once(glom_task, tmp_p
     """An append-only trajectory cut right after the restore event (a crash there), resumed: the
     fresh sandbox is restored again, the restore is recorded once, the handoff happens once."""
     rd = RunDir(tmp_path)
-    _run(glom_task, rd, True)
-    path = next(iter(rd.trajectories()))
-    lines = path.read_text().splitlines(keepends=True)
-    cut = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == "restore") + 1
-    path.write_text("".join(lines[:cut]))
-    row, pre, suf = _run(glom_task, rd, True)
+    servers = _servers(glom_task)
+    try:
+        first, pre, _ = _run(glom_task, rd, True, servers)
+        path = rd.trajectory(first["episode_id"])
+        lines = path.read_text().splitlines(keepends=True)
+        cut = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == "restore") + 1
+        path.write_text("".join(lines[:cut]))
+        pre.requests.clear()
+        row, pre, suf = _run(glom_task, rd, True, servers)
+    finally:
+        for s in servers:
+            s.close()
     events = read_trajectory(path).events
     kinds = [e["type"] for e in events]
     assert kinds.count("restore") == 1 and kinds.count("handoff") == 1 and kinds.count("resumed") == 1

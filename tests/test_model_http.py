@@ -80,8 +80,8 @@ def test_real_endpoint_by_configuration_alone(backend, glom_task, tmp_path):
         ("task_complete", {"verified": True, "summary": "fixed"}),
     ], failures=[429, 500, 503])
     try:
-        cfg = RunConfig(model={"model": "scripted-policy", "base_url": server.url, "backoff_base": 0.01,
-                               "input_cost_per_mtok": 1.0, "output_cost_per_mtok": 2.0}, interfaces=["tool"])
+        cfg = RunConfig(model={"model": "scripted-policy", "base_url": server.url, "backoff_base": 0.01},
+                        spend={"prices": {"scripted-policy": {"input": 1.0, "output": 2.0}}}, interfaces=["tool"])
         spec = EpisodeSpec("http-episode", glom_task.instance_id, "clean", "tool", "model/scripted-policy")
         summary = run_episode(spec, cfg, tmp_path)
     finally:

@@ -10,7 +10,8 @@ import sys
 import pytest
 from test_model_http import ScriptedServer
 
-from impasse.run.budget import Ceiling, Price, SpendLimits, ceiling_reached, parse_ceilings, rate_wait, totals
+from impasse.prices import Price
+from impasse.run.budget import Ceiling, SpendLimits, ceiling_reached, parse_ceilings, rate_wait, totals
 
 IMPASSE = [sys.executable, "-m", "impasse.cli"]
 PRICES = {"input": 100.0, "output": 1000.0, "cached": 10.0}  # USD per million tokens
@@ -20,6 +21,25 @@ def test_price_counts_cached_input_at_its_own_rate():
     p = Price(**PRICES)
     assert p.cost(1000, 20, cached=400) == pytest.approx((600 * 100 + 400 * 10 + 20 * 1000) / 1e6)
     assert Price(input=2, output=4).cost(1000, 10, cached=500) == pytest.approx((1000 * 2 + 10 * 4) / 1e6)
+
+
+def test_a_manifest_from_before_the_price_table_keeps_its_prices():
+    from impasse.run.config import RunConfig
+
+    old = RunConfig.model_validate({"model": {"model": "m", "input_cost_per_mtok": 3.0, "output_cost_per_mtok": 9.0}})
+    assert old.model == {"model": "m"} and old.spend.table.cost({"prompt_tokens": 10**6}, "m") == pytest.approx(3.0)
+
+
+def test_a_cost_ceiling_on_a_model_without_a_price_is_refused_before_anything_runs():
+    from impasse.run.config import RunConfig
+    from impasse.run.plan import check
+
+    cfg = RunConfig(suite="ask", model={"model": "unpriced-model", "base_url": "http://127.0.0.1:9/v1"},
+                    spend={"max_cost": 5})
+    with pytest.raises(ValueError, match="--max-cost limits unpriced-model, which the price table does not price"):
+        check(cfg)
+    check(RunConfig(suite="ask", model=cfg.model, spend={"max_cost": 5, "prices": {"unpriced-model": {
+        "input": 1, "output": 1}}}))
 
 
 def test_ceilings_for_the_run_and_per_model():
@@ -96,5 +116,5 @@ def test_run_pauses_at_max_cost_and_resumes_with_a_higher_ceiling(glom_task, tmp
     assert sum(in_trajectory) == pytest.approx(expected, abs=1e-5)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["config"]["spend"]["max_cost"] == 10
-    assert manifest["config"]["spend"]["prices"]["scripted"]["input"] == 100
+    assert manifest["config"]["spend"]["prices"]["model/scripted"]["input"] == 100  # keyed as the table keys it
     assert manifest["limits_history"][0]["changed"] == {"max_cost": 10.0}

@@ -2,8 +2,8 @@
 
 The loop drives an :class:`impasse.env.Env` and nothing else: it asks the model for the next
 message, records it, steps each tool call (the Env's ``before_step`` hooks may hold one: then
-``decide`` is asked), and stops when the episode is done or at ``stop_at`` steps (a step chosen
-by the driver, e.g. a handoff's switch point). The model's history *is* the Env's message list,
+``decide`` is asked), and stops when the episode is done, at ``stop_at`` steps (a step chosen by
+the driver, e.g. a handoff's switch point), or when a phase ends that the Env leaves to the driver. The model's history *is* the Env's message list,
 so the trajectory is the message history (as in mini-swe-agent). A model that cannot go on ends
 the episode as ``error``; an endpoint failure (:class:`EndpointError`) is the harness's problem
 and propagates.
@@ -105,7 +105,8 @@ def run(env: Env, model: Model, config: LoopConfig | None = None) -> StepResult 
 
 
 def _stops(env: Env, last: StepResult | None, config: LoopConfig) -> bool:
-    return env.status != "live" or (last is not None and last.done) or (
+    """Done, stopped, at ``stop_at``, or a phase ended that the driver decides about."""
+    return env.status != "live" or (last is not None and (last.done or bool(last.info.get("open_ending")))) or (
         config.stop_at is not None and env.steps >= config.stop_at)
 
 

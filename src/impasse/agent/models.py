@@ -2,7 +2,8 @@
 
 Configuration alone points impasse at a real model: ``--model NAME --base-url URL`` and the API
 key in ``$IMPASSE_API_KEY`` (or ``$OPENAI_API_KEY``). Retries with exponential backoff on 429,
-5xx, timeouts and connection errors; token and cost accounting per call.
+5xx, timeouts and connection errors; token accounting per call (costs come from the one price
+table, :mod:`impasse.prices`, applied by the run's meter).
 
 Failures of the *service* (unreachable, key refused, unknown model, still failing after the
 retries) raise :class:`EndpointError`: the harness's problem, so the episode is rerun by
@@ -38,9 +39,6 @@ class ModelConfig:
     max_retries: int = 6
     """Retries on 429/5xx/timeouts/connection errors, with exponential backoff and jitter."""
     backoff_base: float = 1.0
-    input_cost_per_mtok: float = 0.0
-    """USD per million prompt tokens (for cost accounting; 0 = unknown)."""
-    output_cost_per_mtok: float = 0.0
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 
@@ -55,7 +53,7 @@ class OpenAIModel:
         key = os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
         # The client's own retries are off: ours are visible, bounded and logged per step.
         self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
-        self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "calls": 0, "retries": 0}
+        self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "retries": 0}
 
     @property
     def where(self) -> str:
@@ -108,12 +106,10 @@ class OpenAIModel:
         usage = {"latency_s": round(time.monotonic() - started, 3), "retries": retries}
         if resp.usage:
             p, c = resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0
-            cost = (p * self.config.input_cost_per_mtok + c * self.config.output_cost_per_mtok) / 1e6
-            usage.update(prompt_tokens=p, completion_tokens=c, cost_usd=round(cost, 6))
+            usage.update(prompt_tokens=p, completion_tokens=c)
             usage.update(_cached_tokens(resp.usage))
             self.totals["prompt_tokens"] += p
             self.totals["completion_tokens"] += c
-            self.totals["cost_usd"] += cost
         self.totals["calls"] += 1
         return ModelResponse(message, usage)
 

@@ -14,7 +14,8 @@ RERUNS = ("harness-errors", "invalid")
 def spend_options(max_cost: str | None, max_tokens: str | None, rpm: int | None, tpm: int | None,
                   prices: Path | None) -> dict[str, Any]:
     """The spend options actually given, as SpendLimits fields (so a resume changes only those)."""
-    from impasse.run.budget import load_prices, parse_ceilings
+    from impasse.prices import load_prices
+    from impasse.run.budget import parse_ceilings
 
     given: dict[str, Any] = {}
     per: dict[str, dict[str, Any]] = {}
@@ -37,7 +38,7 @@ def spend_options(max_cost: str | None, max_tokens: str | None, rpm: int | None,
     if tpm is not None:
         given["tpm"] = tpm
     if prices is not None:
-        given["prices"] = {k: v.model_dump() for k, v in load_prices(prices).items()}
+        given["prices"] = load_prices(prices).to_json()
     return given
 
 

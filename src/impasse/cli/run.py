@@ -208,8 +208,10 @@ def _model_settings(path: Path) -> dict:
         raise ValueError(f"--model-config {path}: cannot read it ({e})") from e
     known = {f.name for f in dataclasses.fields(ModelConfig)}
     if not isinstance(data, dict) or (bad := sorted(set(data) - known)):
-        raise ValueError(f"--model-config {path}: unknown settings {bad if isinstance(data, dict) else data!r}; "
-                         f"known: {', '.join(sorted(known))}")
+        moved = " (prices live in the price table now: --prices FILE)" if isinstance(data, dict) and {
+            "input_cost_per_mtok", "output_cost_per_mtok"} & set(bad) else ""
+        raise ValueError(f"--model-config {path}: unknown settings {bad if isinstance(data, dict) else data!r}"
+                         f"{moved}; known: {', '.join(sorted(known))}")
     return data
 
 

@@ -134,6 +134,9 @@ class Env:
         self.endings: list[dict[str, Any]] = []
         self.status = "new"  # new -> live -> done | stopped; closed at the end
         self.held: dict[str, tuple[dict[str, Any], Decision]] = {}
+        self.open_endings: set[str] = set()
+        """Phase endings that leave the episode open for the driver (``switch`` always does): a
+        handoff driver takes over at the prefix's own escalation instead of the episode ending."""
         self._grade: dict[str, Any] | None = None
         self._reward: tuple[float, dict[str, float]] = (0.0, {})
         self._last: StepResult | None = None
@@ -435,7 +438,8 @@ class Env:
         self._append(event)
         self.endings.append(event)
         result.info["phase_ending"] = ending["ending"]
-        if ending["ending"] == "switch":
+        if ending["ending"] == "switch" or ending["ending"] in self.open_endings:
+            result.info["open_ending"] = True  # the driver decides what comes next
             return result
         if self._restores_after(event):
             self._restore_and_go_on(result)
@@ -528,7 +532,7 @@ class Env:
         """A recorded ending nobody acted on yet (the harness died in between): restore and go
         on, or finish (an already recorded grade is not graded again)."""
         last = max((i for i, e in enumerate(self.events) if e["type"] == "ending"), default=None)
-        if last is None or self.events[last]["ending"] == "switch":
+        if last is None or self.events[last]["ending"] in ("switch", *self.open_endings):
             return
         after = self.events[last + 1:]
         if any(e["type"] in ("step", "restore") or e.get("messages_reset") for e in after):

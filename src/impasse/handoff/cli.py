@@ -48,7 +48,8 @@ def handoff_cmd(
     restore: Annotated[bool, typer.Option(help="At an escalation switch, restore the environment first")] = False,
     prefix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the prefix (LC) endpoint")] = None,
     suffix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the suffix (HC) endpoint")] = None,
-    prices: Annotated[Path | None, typer.Option(help="Price table YAML (USD per million tokens per model label)")] = None,
+    prices: Annotated[Path | None, typer.Option(help="Price table YAML (USD per million tokens per model label; "
+                                                     "default: the package's impasse/prices.yaml)")] = None,
     prior: Annotated[Path | None, typer.Option(help="Run directory whose single-model trajectories give percentiles")] = None,
     buckets: Annotated[str, typer.Option(help="Percentiles within difficulty buckets: none, or outcome (whether the "
                                               "prefix model resolved the instance alone)")] = "none",
@@ -59,9 +60,10 @@ def handoff_cmd(
     """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""
     from impasse.conditions.cards import select
     from impasse.handoff.interfaces import INTERFACES
-    from impasse.handoff.metrics import BUCKETS, load_prices
+    from impasse.handoff.metrics import BUCKETS
     from impasse.handoff.report import write_report
     from impasse.handoff.runner import Plan, Side, prior_steps, unbucketed
+    from impasse.prices import load_prices
     from impasse.suites.blockers import built_instances
     from impasse.tasks.lookup import find_instance
 
@@ -80,7 +82,7 @@ def handoff_cmd(
         plan = Plan(Side(prefix, _yaml(prefix_model_config)), Side(suffix, _yaml(suffix_model_config)), ifaces,
                     _csv(switch), dirs, chosen, select(conditions), step_limit=step_limit, restore=restore,
                     backend=backend, prior=prior_steps(prior) if prior else {},
-                    bucket=None if buckets == "none" else buckets)
+                    bucket=None if buckets == "none" else buckets, prior_dir=str(prior.resolve()) if prior else None)
         if plan.bucket is not None and plan.bucket not in BUCKETS:
             raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
         if missing := unbucketed(plan):
@@ -92,6 +94,9 @@ def handoff_cmd(
         raise typer.BadParameter(str(e)) from None
     from impasse.handoff.runner import run_plan
 
-    rows = run_plan(plan, out, price_table, lambda r: typer.echo(json.dumps(
-        {k: r[k] for k in ("strategy", "k", "instance", "switched", "resolved", "cost_usd")})))
+    try:
+        rows = run_plan(plan, out, price_table, lambda r: typer.echo(json.dumps(
+            {k: r[k] for k in ("strategy", "k", "instance", "switched", "resolved", "cost_usd")})))
+    except ValueError as e:  # options that differ from the run recorded in --out
+        raise typer.BadParameter(str(e)) from None
     write_report(rows, plan, out, reps)

@@ -1,11 +1,12 @@
-"""Handoff metrics (pure): cost from token counts, the switched subset, QRec and CSRet.
+"""Handoff metrics (pure): the switched subset, QRec and CSRet with bootstrap CIs.
 
 QRec(m,K)  = (R_m - R_LC) / (R_HC - R_LC) x 100   (share of the strong model's quality advantage kept)
 CSRet(m,K) = (C_HC - C_m) / (C_HC - C_LC) x 100   (share of the cost saving kept)
 
 R = resolved rate, C = mean USD cost, both on the matched switched subset: the instances where
-every compared strategy actually switched at K (Handoff Tax §3.2). Undefined (None) when the
-denominator is zero, i.e. the two single models tie.
+every compared strategy actually switched at K (Handoff Tax §3.2). Undefined (None, with the
+reason) when the denominator is zero (the two single models tie) or when a cost is unknown (a
+model the price table does not price: :mod:`impasse.prices`).
 """
 
 from __future__ import annotations
@@ -13,38 +14,15 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import mean
 from typing import Any
 
-PRICES = Path(__file__).with_name("prices.yaml")
 
-
-def load_prices(path: Path | None = None) -> dict[str, dict[str, float]]:
-    import yaml
-
-    path = path or PRICES
-    data = yaml.safe_load(path.read_text()) or {}
-    for name, p in data.items():
-        if not isinstance(p, dict) or "input" not in p or "output" not in p:
-            raise ValueError(f"{path}: price of {name!r} needs 'input' and 'output' (USD per million tokens)")
-    return data
-
-
-def call_cost(usage: dict[str, Any] | None, model: str, prices: dict[str, dict[str, float]]) -> float:
-    """USD of one call from its token counts; the endpoint's own cost_usd when the model has no price."""
-    if not usage:
-        return 0.0
-    p = prices.get(model)
-    if p is None:
-        return float(usage.get("cost_usd") or 0.0)
-    prompt, cached = usage.get("prompt_tokens") or 0, usage.get("cached_tokens") or 0
-    return ((prompt - cached) * p["input"] + cached * p.get("cached_input", p["input"])
-            + (usage.get("completion_tokens") or 0) * p["output"]) / 1e6
-
-
-def rate(values: Iterable[float]) -> float:
+def rate(values: Iterable[float | None]) -> float | None:
+    """The mean; None if any value is unknown (a cost the price table cannot give)."""
     v = list(values)
+    if any(x is None for x in v):
+        return None
     return mean(v) if v else float("nan")
 
 
@@ -52,8 +30,10 @@ def qrec(r_m: float, r_lc: float, r_hc: float) -> float | None:
     return None if r_hc == r_lc else (r_m - r_lc) / (r_hc - r_lc) * 100
 
 
-def csret(c_m: float, c_lc: float, c_hc: float) -> float | None:
-    return None if c_hc == c_lc else (c_hc - c_m) / (c_hc - c_lc) * 100
+def csret(c_m: float | None, c_lc: float | None, c_hc: float | None) -> float | None:
+    if c_m is None or c_lc is None or c_hc is None or c_hc == c_lc:
+        return None
+    return (c_hc - c_m) / (c_hc - c_lc) * 100
 
 
 def switched_subset(rows: Sequence[dict[str, Any]], strategies: Sequence[str], k: str) -> list[str]:
@@ -81,7 +61,10 @@ class Cell:
     qrec_ci: tuple[float, float] | None
     csret_ci: tuple[float, float] | None
     suffix_steps: float
-    suffix_cost_per_step: float
+    suffix_cost_per_step: float | None
+    qrec_reason: str | None = None
+    csret_reason: str | None = None
+    """Why QRec / CSRet is undefined (None when it is defined)."""
 
 
 def _q(trip: Sequence[tuple[dict, dict, dict]]) -> tuple[float | None, float | None]:
@@ -118,25 +101,35 @@ def cell(rows: Sequence[dict[str, Any]], strategy: str, k: str | None, lc: str, 
     mine = {(r["k"], r["instance"]): r for r in rows if r["strategy"] == strategy}
     keys = [tuple(i.split("|", 1)) if k is None else (k, i) for i in instances]
     trip = [(mine[key], single[(lc, key[1])], single[(hc, key[1])]) for key in keys]
+    if not trip:
+        nothing = "no instance switched at this K (every prefix run ended first)"
+        nan = float("nan")
+        return Cell(strategy, k or "pooled", 0, r_m=nan, c_m=None, r_lc=nan, r_hc=nan, c_lc=None, c_hc=None,
+                    qrec=None, csret=None, qrec_ci=None, csret_ci=None, suffix_steps=0.0, suffix_cost_per_step=None,
+                    qrec_reason=nothing, csret_reason=nothing)
     q, c = _q(trip)
-    qci, cci = bootstrap(trip, reps) if trip else (None, None)
+    qci, cci = bootstrap(trip, reps)
     steps = [t[0].get("suffix_steps", 0) for t in trip]
     scost = [t[0].get("suffix_cost_usd", 0.0) for t in trip]
-    return Cell(strategy, k or "pooled", len(trip), rate(t[0]["resolved"] for t in trip),
-                rate(t[0]["cost_usd"] for t in trip), rate(t[1]["resolved"] for t in trip),
-                rate(t[2]["resolved"] for t in trip), rate(t[1]["cost_usd"] for t in trip),
-                rate(t[2]["cost_usd"] for t in trip), q, c, qci, cci, rate(steps),
-                sum(scost) / sum(steps) if sum(steps) else 0.0)
+    r_lc, r_hc = rate(t[1]["resolved"] for t in trip), rate(t[2]["resolved"] for t in trip)
+    costs = [rate(t[i]["cost_usd"] for t in trip) for i in range(3)]
+    unpriced = sorted({m for t in trip for r in t for m in r.get("unpriced") or ()})
+    csret_reason = (f"no price for {', '.join(unpriced)}" if unpriced or None in costs
+                    else "C_HC = C_LC" if c is None else None)
+    return Cell(strategy, k or "pooled", len(trip), rate(t[0]["resolved"] for t in trip), costs[0], r_lc, r_hc,
+                costs[1], costs[2], q, c, qci, cci, rate(steps),
+                sum(scost) / sum(steps) if sum(steps) and None not in scost else None,
+                "R_HC = R_LC" if q is None else None, csret_reason if c is None else None)
 
 
 def table(rows: Sequence[dict[str, Any]], strategies: Sequence[str], lc: str, hc: str, reps: int = 1000) -> list[Cell]:
     """One cell per (strategy, k) on that k's switched subset, then one pooled over k per strategy."""
     ks = sorted({r["k"] for r in rows if r["strategy"] in strategies and r.get("k")}, key=_korder)
     cells, pooled = [], []
-    for k in ks:
+    for k in ks:  # a K that switches no instance keeps its rows (n = 0), it does not vanish
         subset = switched_subset(rows, strategies, k)
         pooled += [f"{k}|{i}" for i in subset]
-        cells += [cell(rows, s, k, lc, hc, subset, reps) for s in strategies if subset]
+        cells += [cell(rows, s, k, lc, hc, subset, reps) for s in strategies]
     if pooled:
         cells += [cell(rows, s, None, lc, hc, pooled, reps) for s in strategies]
     return cells

@@ -1,25 +1,48 @@
-"""Running a handoff experiment over the blockers suite (the thin I/O shell).
+"""Running a handoff experiment over the blockers suite: a driver of Envs (the thin I/O shell).
 
-Per task x condition: each model alone (full budget), then per direction x switch point x
-interface one handoff episode (same sandbox continues; :class:`HandoffHandler`). Controls are
-composed from measured episodes: ``abort+fresh`` = the prefix's cost up to the switch plus the
-suffix model alone (restarting in a clean sandbox is the suffix-alone episode); ``lc_full+hc_full``
-= both models alone, costs added, the fresh HC run's outcome. Each episode is a trajectory in
-``OUT/episodes`` (resumable: complete ones are reused), one row per episode in ``OUT/handoff.jsonl``.
+Per task x condition, each model alone first (full budget: the single-model runs the metrics
+compare against). Then, per direction x switch point K x task x condition, **one prefix**: the
+prefix model's own single-model run replayed up to K in a fresh Env (its recorded actions
+re-executed, no model call; at ``escalation`` up to its own escalation). From that one prefix,
+every interface is a **fork** (``Env.fork``): its first K steps are the prefix's, the same
+working tree and fault state, and only what the suffix model is told differs. An instance whose
+prefix run ends at or before K (or never escalates) does not switch at that K: its rows say so.
+
+Controls are composed from the same measured runs, the same in both directions:
+``abort+fresh`` = the prefix's cost up to K plus the strong (HC) model alone from scratch, with
+HC alone's outcome; ``lc_full+hc_full`` = both models alone, costs added, HC alone's outcome.
+
+Everything is resumable with the same command and ``--out``: alone runs and branches are Envs
+whose trajectories continue where they stopped, a prefix is rebuilt from its own recorded
+trajectory (``OUT/prefixes/``), and ``OUT/manifest.json`` pins the options, so a rerun with other
+options is refused instead of mixing episodes.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from impasse.handoff import reference as _reference  # noqa: F401 - registers the weak/strong profiles
-from impasse.handoff.metrics import bucket_percentile_steps, call_cost, percentile_steps
+import impasse
+from impasse.agent import loop
+from impasse.agent.loop import LoopConfig, ModelResponse
+from impasse.env.core import Env
+from impasse.handoff.interfaces import INTERFACES, PrefixState
+from impasse.handoff.metrics import bucket_percentile_steps, percentile_steps
+from impasse.prices import PriceTable
+from impasse.store.rundir import RunDir, write_json_atomic
+from impasse.store.sink import LocalStore
+from impasse.store.trajectory import Trajectory, read_trajectory
+from impasse.suites.base import slug
 
 CONTROLS = ("abort+fresh", "lc_full+hc_full")
+MANIFEST_FORMAT = "impasse.handoff/1"
+ANEW = ("reps", "prices")
+"""Options a rerun may change: they shape the report, not the episodes."""
 
 
 @dataclass
@@ -40,6 +63,12 @@ class Side:
 
         return AgentSpec.parse(self.spec).label
 
+    @property
+    def kind(self) -> str:
+        from impasse.agent.agents import AgentSpec
+
+        return AgentSpec.parse(self.spec).model_kind
+
 
 class Tracked:
     """A model whose every usage record names it (costs are priced per model)."""
@@ -51,6 +80,28 @@ class Tracked:
         resp = self.inner.query(messages, tools)
         resp.usage = {**(resp.usage or {}), "model": self.name}
         return resp
+
+
+class PrefixReplay:
+    """The prefix model, replayed: the assistant messages of its recorded single-model run, in
+    order, with their recorded usage (marked ``replayed``: the strategy's cost includes the
+    prefix, though nothing is spent again)."""
+
+    kind = "replay"
+
+    def __init__(self, source: Trajectory, label: str) -> None:
+        self.name = label
+        self.recorded = [(e["message"], e.get("usage")) for e in source.events
+                         if e["type"] == "message" and e["message"].get("role") == "assistant"]
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
+        from impasse.agent.endings import AgentError
+
+        k = sum(1 for m in messages if m.get("role") == "assistant")
+        if k >= len(self.recorded):
+            raise AgentError(f"the prefix's recorded run has only {k} model replies")
+        message, usage = self.recorded[k]
+        return ModelResponse(dict(message), {**(usage or {}), "model": self.name, "replayed": True})
 
 
 @dataclass
@@ -68,44 +119,222 @@ class Plan:
     restore: bool = False
     backend: str = "local"
     prior: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """Single-model runs per model label from a prior run, ``{"instance", "steps", "resolved"}``
-    each (else this run's single-model episodes): the percentiles' termination steps."""
+    """Single-model runs per model label from a prior run, ``{"instance", "steps", "resolved", "path"}``
+    each: their termination steps give the percentiles and their trajectories are the prefixes."""
     bucket: str | None = None
     """Take percentiles within difficulty buckets (:data:`impasse.handoff.metrics.BUCKETS`)."""
+    prior_dir: str | None = None
+
+    def sides(self, direction: str) -> tuple[Side, Side]:
+        return (self.lc, self.hc) if direction == "escalation" else (self.hc, self.lc)
+
+    def options(self) -> dict[str, Any]:
+        """What decides the episodes (the manifest's record; a rerun must match it)."""
+        return {"prefix": {"spec": self.lc.spec, "model_config": self.lc.model_config},
+                "suffix": {"spec": self.hc.spec, "model_config": self.hc.model_config},
+                "interfaces": self.interfaces, "switches": self.switches, "directions": self.directions,
+                "tasks": [t.instance_id for t in self.tasks], "conditions": self.conditions,
+                "step_limit": self.step_limit, "command_timeout": self.command_timeout, "restore": self.restore,
+                "backend": self.backend, "bucket": self.bucket, "prior": self.prior_dir}
 
 
-def run_plan(plan: Plan, out: Path, prices: dict[str, Any], on_row: Callable[[dict], None] = lambda r: None) -> list[dict]:
-    from impasse.store.rundir import RunDir
-    from impasse.tasks.schema import write_jsonl
+# ------------------------------------------------------------------------------------ the run
 
+
+def run_plan(plan: Plan, out: Path, prices: PriceTable, on_row: Callable[[dict], None] = lambda r: None) -> list[dict]:
+    """Every episode of the plan (resuming what is recorded), then the controls; the rows."""
     rd = RunDir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(plan.tasks, rd.instances)
+    pin(plan, rd)
     rows: list[dict] = []
 
     def record(row: dict) -> None:
         rows.append(row)
         on_row(row)
 
+    alone: dict[tuple[str, str], Trajectory] = {}
     for inst in plan.tasks:
         for cond in plan.conditions:
             for side in (plan.lc, plan.hc):
-                record(_episode(rd, plan, prices, inst, cond, side, None, None, "alone:" + side.label, None))
+                traj = _alone(rd, plan, inst, cond, side)
+                alone[(side.label, f"{inst.instance_id}@{cond}")] = traj
+                record(row_of(traj, prices))
     for direction in plan.directions:
-        pre, suf = (plan.lc, plan.hc) if direction == "escalation" else (plan.hc, plan.lc)
+        pre, suf = plan.sides(direction)
         runs = plan.prior.get(pre.label) or [r for r in rows if r["strategy"] == "alone:" + pre.label]
         for sw in plan.switches:
             k_steps = switch_steps(sw, runs, plan.bucket)
             for inst in plan.tasks:
                 for cond in plan.conditions:
-                    k_step = _k_of(k_steps, f"{inst.instance_id}@{cond}", pre.label)
-                    for iface in plan.interfaces:
-                        record(_episode(rd, plan, prices, inst, cond, pre, suf, iface, f"{direction}:{iface}",
-                                        (sw, k_step)))
-    for r in controls(rows, plan):
+                    key = f"{inst.instance_id}@{cond}"
+                    source = prefix_source(plan, pre.label, key, alone[(pre.label, key)])
+                    for row in _switch(rd, plan, prices, inst, cond, direction, sw, _k_of(k_steps, key, pre.label),
+                                       source):
+                        record(row)
+    for r in controls(rows, plan, prices, alone):
         record(r)
     (out / "handoff.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
+
+
+def pin(plan: Plan, rd: RunDir) -> None:
+    """Write the manifest (a new run) or refuse options that differ from the recorded ones."""
+    from impasse.tasks.schema import write_jsonl
+
+    options = plan.options()
+    if rd.manifest.exists():
+        recorded = rd.read_manifest()
+        if recorded.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"{rd.path} holds something other than a handoff run ({rd.manifest}); use another --out")
+        changed = [k for k in options if recorded["options"].get(k) != options[k]]
+        if changed:
+            was = "; ".join(f"{k}: {recorded['options'].get(k)!r} -> {options[k]!r}" for k in changed)
+            raise ValueError(f"{rd.path} was run with other options ({was}). A handoff run resumes only with its own "
+                             f"options (only {', '.join('--' + a for a in ANEW)} may change); use another --out.")
+        return
+    rd.path.mkdir(parents=True, exist_ok=True)
+    write_jsonl(plan.tasks, rd.instances)
+    write_json_atomic(rd.manifest, {"format": MANIFEST_FORMAT, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                    "impasse_version": impasse.__version__, "impasse_commit": impasse.git_commit(),
+                                    "options": options}, indent=1)
+
+
+def _env(rd: RunDir, plan: Plan, inst: Any, cond: str, eid: str, store: Any, header: dict[str, Any], side: Side,
+         restore: bool, open_endings: tuple[str, ...] = ()) -> Env:
+    from impasse.suites.blockers import SUITE
+
+    env = SUITE.make_env(task=inst.instance_id, condition=cond, interface="tool", episode_id=eid, out=rd.path,
+                         store=store, step_limit=plan.step_limit, command_timeout=plan.command_timeout,
+                         restore=restore, backend=plan.backend, agent=side.label, agent_kind=side.kind, header=header)
+    env.open_endings = set(open_endings)
+    return env
+
+
+def _header(strategy: str, k: str | None, k_step: int | None, pre: Side, suf: Side | None, iface: str | None,
+            plan: Plan) -> dict[str, Any]:
+    return {"strategy": strategy, "k": k, "k_step": k_step, "prefix": pre.label,
+            "suffix": suf.label if suf else None, "interface": iface or "alone", "handoff_interface": iface,
+            "k_bucket": plan.bucket if k and k.startswith("p") and plan.bucket else None}
+
+
+def _alone(rd: RunDir, plan: Plan, inst: Any, cond: str, side: Side) -> Trajectory:
+    eid = slug(f"alone:{side.label}__full__{cond}__{inst.instance_id}".replace("/", "-"))
+    header = _header("alone:" + side.label, None, None, side, None, None, plan)
+    env = _env(rd, plan, inst, cond, eid, LocalStore(rd), header, side, plan.restore)
+    with env:
+        env.reset()
+        if not env.done:
+            loop.run(env, side.make(inst))
+    return read_trajectory(rd.trajectory(eid))
+
+
+def _switch(rd: RunDir, plan: Plan, prices: PriceTable, inst: Any, cond: str, direction: str, sw: str,
+            k_step: int | None, source: Trajectory) -> list[dict]:
+    """One prefix to K, then one fork per interface (a branch already recorded goes on from its
+    own trajectory). The rows of every interface, switched or not."""
+    pre, suf = plan.sides(direction)
+    kb = f"{sw}-{plan.bucket}" if sw.startswith("p") and plan.bucket else sw  # a bucketed pK is another switch
+    ids = {i: slug(f"{direction}:{i}__{kb}__{cond}__{inst.instance_id}".replace("/", "-")) for i in plan.interfaces}
+    done = {i: read_trajectory(rd.trajectory(e)) for i, e in ids.items() if _complete(rd, e)}
+    reach = switch_step(source, sw, k_step)
+    key = f"{inst.instance_id}@{cond}"
+    if reach is None:  # the prefix's own run ends before K: nothing to hand over at this K
+        return [not_switched(f"{direction}:{i}", sw, k_step, pre, suf, key, ids[i]) for i in plan.interfaces]
+    todo = [i for i in plan.interfaces if i not in done]
+    prefix: Env | None = None  # built only for a branch that has no trajectory of its own yet
+    try:
+        for i in todo:
+            if prefix is None and not rd.trajectory(ids[i]).exists():
+                prefix = _prefix(rd, plan, inst, cond, direction, kb, sw, reach, pre, source)
+            header = _header(f"{direction}:{i}", sw, reach if sw != "escalation" else None, pre, suf, i, plan)
+            done[i] = _branch(rd, plan, inst, cond, prefix, ids[i], header, i, pre, suf)
+    finally:
+        if prefix is not None:
+            prefix.close()
+    return [row_of(done[i], prices) for i in plan.interfaces]
+
+
+def _complete(rd: RunDir, eid: str) -> bool:
+    path = rd.trajectory(eid)
+    return path.exists() and read_trajectory(path).complete
+
+
+def _prefix(rd: RunDir, plan: Plan, inst: Any, cond: str, direction: str, kb: str, sw: str, reach: int,
+            pre: Side, source: Trajectory) -> Env:
+    """The prefix at K: the prefix model's recorded run replayed in a fresh Env (no model call),
+    up to K or through its own escalation; recorded under ``prefixes/`` (never graded)."""
+    store = LocalStore(RunDir(rd.path / "prefixes"))
+    eid = slug(f"prefix:{direction}__{kb}__{cond}__{inst.instance_id}".replace("/", "-"))
+    escalation = sw == "escalation"
+    env = _env(rd, plan, inst, cond, eid, store, _header(f"prefix:{direction}", sw, reach, pre, None, None, plan),
+               pre, restore=False, open_endings=("escalated",) if escalation else ())
+    env.reset()
+    loop.run(env, PrefixReplay(source, pre.label), LoopConfig(stop_at=None if escalation else reach))
+    if env.status != "live" or env.steps != reach:
+        env.close()
+        raise RuntimeError(f"{eid}: replaying the prefix's recorded run did not reach step {reach} "
+                           f"(at {env.steps}, {env.status}); its recorded actions no longer run the same way here")
+    return env
+
+
+def _branch(rd: RunDir, plan: Plan, inst: Any, cond: str, prefix: Env | None, eid: str, header: dict[str, Any],
+            iface: str, pre: Side, suf: Side) -> Trajectory:
+    """One interface's episode: forked from the prefix (or its own trajectory, if it was cut
+    short), handed to the suffix model, run to its end."""
+    if rd.trajectory(eid).exists():  # cut short earlier: its own trajectory says how far it got
+        branch = _env(rd, plan, inst, cond, eid, LocalStore(rd), header, pre, restore=False,
+                      open_endings=("escalated",))
+        branch.reset()
+    else:
+        assert prefix is not None
+        branch = prefix.fork(episode_id=eid, store=LocalStore(rd), **header)
+    with branch:
+        if branch.status == "live" and not branch.trajectory().of_type("handoff"):
+            hand_over(branch, iface, pre.make(inst), suf.make(inst), plan.restore)
+        branch.open_endings = set()  # after the switch the suffix's endings end the episode
+        if branch.status == "live":
+            loop.run(branch, suf.make(inst))
+    return read_trajectory(rd.trajectory(eid))
+
+
+def hand_over(env: Env, iface_name: str, prefix_model: Any, suffix_model: Any, restore: bool) -> None:
+    """The switch in one branch: the phase ends (``switch``, or the prefix's escalation), the
+    environment is restored first where asked and the escalation was accepted, the interface's
+    artefact is written (one model call, if it needs one), and the suffix's history starts anew."""
+    endings = env.trajectory().endings
+    if not endings or endings[-1]["steps"] != env.steps:
+        env.end("switch")
+        endings = env.trajectory().endings
+    ending = endings[-1]
+    escalated = ending["ending"] == "escalated"
+    restored = bool(escalated and restore and ending.get("accepted"))
+    if restored and not env.restored:  # the operator's fix comes first: the suffix starts on a working machine
+        env.restore(by="handoff")
+    iface = INTERFACES.get(iface_name)
+    state = PrefixState(messages=list(env.messages), step=env.steps, steps_left=env.step_limit - env.steps,
+                        reason=ending["ending"], ticket=ending.get("ticket") if escalated else None, restored=restored)
+    written, calls = None, []
+    if (req := iface.request(state)) is not None:
+        author = prefix_model if req.by == "prefix" else suffix_model
+        resp = author.query(req.messages, req.tools)
+        written = iface.read(resp.message)
+        calls.append({"by": req.by, "model": author.name, "purpose": iface_name, "message": resp.message,
+                      "usage": resp.usage})
+    env.note({"type": "handoff", "interface": iface_name, "from_model": prefix_model.name,
+              "to_model": suffix_model.name, "at_step": env.steps, "reason": ending["ending"], "restored": restored,
+              "transferred": _transferred(state, written), "working_tree_diff": env.sandbox.diff(),
+              "written": written, "calls": calls, "messages_reset": True})
+    for m in iface.first_messages(state, written):
+        env.record(m)
+
+
+def _transferred(state: PrefixState, written: Any) -> dict[str, Any]:
+    """What crossed the switch, in numbers (the working tree always does)."""
+    return {"working_tree": True, "prefix_messages": len(state.messages),
+            "ticket": state.ticket is not None or isinstance(written, dict),
+            "summary_chars": len(written) if isinstance(written, str) else 0}
+
+
+# ------------------------------------------------------------------------------------ pure parts
 
 
 def switch_steps(sw: str, runs: list[dict[str, Any]], bucket: str | None = None) -> int | dict[str, int] | None:
@@ -122,6 +351,26 @@ def switch_steps(sw: str, runs: list[dict[str, Any]], bucket: str | None = None)
     raise ValueError(f"switch point {sw!r}: use a step (e.g. 5), a percentile (p5, p10, ... p50) or 'escalation'")
 
 
+def switch_step(source: Trajectory, sw: str, k_step: int | None) -> int | None:
+    """Where the prefix switches in its recorded run (pure): K if the run is still going after K
+    tool calls, its escalation step at 'escalation', else None (it ended first: no switch)."""
+    first = source.endings[0] if source.endings else None
+    if sw == "escalation":
+        return first["steps"] if first and first["ending"] == "escalated" else None
+    if first is None or k_step is None:
+        return None
+    return k_step if first["steps"] > k_step else None
+
+
+def prefix_source(plan: Plan, label: str, key: str, alone: Trajectory) -> Trajectory:
+    """The run a prefix replays: the prior run's own trajectory when ``--prior`` has it (its
+    termination steps gave the percentile), else this run's single-model episode."""
+    for r in plan.prior.get(label, []):
+        if r["instance"] == key and r.get("path"):
+            return read_trajectory(Path(r["path"]))
+    return alone
+
+
 def unbucketed(plan: Plan) -> list[str]:
     """Instances a bucketed percentile cannot place: the prior run has runs of the prefix model
     but none on them (pure; checked before any episode runs)."""
@@ -129,7 +378,7 @@ def unbucketed(plan: Plan) -> list[str]:
         return []
     out = []
     for direction in plan.directions:
-        label = (plan.lc if direction == "escalation" else plan.hc).label
+        label = plan.sides(direction)[0].label
         known = {r["instance"] for r in plan.prior.get(label, [])}
         if known:
             out += [f"{i.instance_id}@{c} ({label})" for i in plan.tasks for c in plan.conditions
@@ -146,121 +395,107 @@ def _k_of(k_steps: int | dict[str, int] | None, instance: str, label: str) -> in
     return k_steps[instance]
 
 
-def _episode(rd: Any, plan: Plan, prices: dict, inst: Any, cond: str, pre: Side, suf: Side | None,
-             iface: str | None, strategy: str, switch: tuple[str, int | None] | None) -> dict:
-    from impasse.agent.loop import LoopConfig
-    from impasse.episode import Episode, now
-    from impasse.handoff.handler import HandoffHandler
-    from impasse.run.config import EpisodeSpec, RunConfig, slug
-    from impasse.store.trajectory import TrajectoryWriter, read_trajectory, rewrite_without_torn_tail
-    from impasse.suites.blockers import SUITE, RestoreAfterEscalation
+def costs(traj: Trajectory, prices: PriceTable, until_step: int | None = None) -> dict[str, Any]:
+    """USD of an episode's model calls (pure): before the switch (the prefix, replayed or not),
+    the handoff's artefact call, and after the switch (the suffix's own calls only). Models the
+    table does not price are listed in ``unpriced`` and their calls counted as unknown, not $0."""
+    out: dict[str, Any] = {"prefix": 0.0, "suffix": 0.0, "handoff_calls": 0.0, "unpriced": set()}
+    after, steps = False, 0
 
-    k = switch[0] if switch else None
-    kb = f"{k}-{plan.bucket}" if k and k.startswith("p") and plan.bucket else k  # a bucketed pK is another switch
-    eid = slug(f"{strategy}__{kb or 'full'}__{cond}__{inst.instance_id}".replace("/", "-"))
-    path = rd.trajectory(eid)
-    prior = None
-    if path.exists():
-        rewrite_without_torn_tail(path)
-        prior = read_trajectory(path)
-        if prior.complete:
-            return row_of(prior, prices)
-        if prior.failed:
-            rd.archive_attempt(path)
-            prior = None
-    cfg = RunConfig(agents=["reference:oracle"], interfaces=["tool"], step_limit=plan.step_limit,
-                    command_timeout=plan.command_timeout, backend=plan.backend)
-    parts = SUITE.episode_parts(EpisodeSpec(eid, inst.instance_id, cond, "tool", "reference/oracle"), cfg, rd)
-    parts.model = pre.make(inst)
-    parts.header.update(agent=pre.label, agent_kind=parts.model.kind, strategy=strategy, k=k,
-                        k_step=switch[1] if switch else None, prefix=pre.label, suffix=suf.label if suf else None,
-                        interface=iface or "alone", handoff_interface=iface, restore=plan.restore,
-                        k_bucket=plan.bucket if kb != k else None)
-    handlers: list[Any] = []
-    if suf is not None:
-        handlers.append(HandoffHandler(iface, suf.make(inst), at_escalation=k == "escalation", restore=plan.restore))
-    if plan.restore and k != "escalation":
-        handlers.append(RestoreAfterEscalation())
-    parts.handlers = handlers
-    writer = TrajectoryWriter(path, {**parts.header, "started_at": now()})
-    try:
-        config = LoopConfig(plan.step_limit, plan.command_timeout, switch_at=switch[1] if switch else None)
-        grade = Episode(parts, config, writer).run(prior)
-        writer.append({"type": "grade", **grade})
-        writer.append({"type": "final"})
-    except Exception as e:
-        writer.append({"type": "harness_error", "error": f"{type(e).__name__}: {e}", "at": now()})
-        raise
-    finally:
-        writer.close()
-    return row_of(read_trajectory(path), prices)
+    def add(part: str, usage: dict[str, Any] | None, model: str) -> None:
+        cost = prices.cost(usage, model) if usage else 0.0
+        if cost is None:
+            out["unpriced"].add(model)
+        else:
+            out[part] += cost
 
-
-def row_of(traj: Any, prices: dict) -> dict[str, Any]:
-    """One episode's row: outcome, whether it switched, costs before/after the switch (pure)."""
-    h = traj.header
-    model, after, steps, suffix_steps = h["prefix"], False, 0, 0
-    cost = {"prefix": 0.0, "suffix": 0.0, "handoff_calls": 0.0}
     for e in traj.events:
         if e["type"] == "handoff":
             after = True
-            cost["handoff_calls"] += sum(call_cost(c.get("usage"), c["model"], prices) for c in e.get("calls", []))
-        elif e["type"] == "message" and e.get("usage"):
-            u = e["usage"]
-            cost["suffix" if after else "prefix"] += call_cost(u, u.get("model", model), prices)
+            for c in e.get("calls", []):
+                add("handoff_calls", c.get("usage"), c["model"])
         elif e["type"] == "step":
             steps = max(steps, e["step"])
-            suffix_steps += 1 if after else 0
+        elif e["type"] == "message" and e.get("usage") and e["message"].get("role") == "assistant":
+            if until_step is not None and steps >= until_step:
+                break
+            add("suffix" if after else "prefix", e["usage"], e["usage"].get("model", traj.header["prefix"]))
+    return out
+
+
+def row_of(traj: Trajectory, prices: PriceTable) -> dict[str, Any]:
+    """One episode's row: outcome, whether it switched, costs before/after the switch (pure)."""
+    h = traj.header
+    c = costs(traj, prices)
+    handoff = traj.of_type("handoff")
+    suffix_steps = sum(1 for s in traj.steps if handoff and s.index > handoff[0]["at_step"])
     endings = traj.endings
+    known = not c["unpriced"]
     return {"episode_id": h["episode_id"], "instance": f"{h['instance_id']}@{h['condition']}",
-            "strategy": h["strategy"], "k": h.get("k"), "k_step": h.get("k_step"), "prefix": h["prefix"],
-            "suffix": h.get("suffix"), "switched": after, "resolved": bool((traj.grade or {}).get("resolved")),
-            "steps": steps, "suffix_steps": suffix_steps, "ending": endings[-1]["ending"] if endings else None,
-            "cost_usd": round(sum(cost.values()), 6), "prefix_cost_usd": round(cost["prefix"], 6),
-            "suffix_cost_usd": round(cost["suffix"] + cost["handoff_calls"], 6),
-            "handoff_calls_usd": round(cost["handoff_calls"], 6)}
+            "strategy": h["strategy"], "k": h.get("k"), "k_step": handoff[0]["at_step"] if handoff else h.get("k_step"),
+            "prefix": h["prefix"], "suffix": h.get("suffix"), "switched": bool(handoff),
+            "resolved": bool((traj.grade or {}).get("resolved")), "steps": max([s.index for s in traj.steps], default=0),
+            "suffix_steps": suffix_steps, "ending": endings[-1]["ending"] if endings else None,
+            "cost_usd": round(c["prefix"] + c["suffix"] + c["handoff_calls"], 6) if known else None,
+            "prefix_cost_usd": round(c["prefix"], 6), "suffix_cost_usd": round(c["suffix"], 6),
+            "handoff_calls_usd": round(c["handoff_calls"], 6), "unpriced": sorted(c["unpriced"])}
 
 
-def controls(rows: list[dict], plan: Plan) -> list[dict]:
-    """The control strategies per (direction, k, instance), composed from measured episodes (pure).
-    They switch exactly when the same direction's raw handoff switched (same prefix, same K)."""
-    alone = {(r["prefix"], r["instance"]): r for r in rows if r["strategy"].startswith("alone:")}
-    out = []
+def not_switched(strategy: str, k: str, k_step: int | None, pre: Side, suf: Side, instance: str, eid: str) -> dict:
+    return {"episode_id": eid, "instance": instance, "strategy": strategy, "k": k, "k_step": k_step,
+            "prefix": pre.label, "suffix": suf.label, "switched": False, "resolved": False, "steps": 0,
+            "suffix_steps": 0, "ending": None, "cost_usd": None, "prefix_cost_usd": 0.0, "suffix_cost_usd": 0.0,
+            "handoff_calls_usd": 0.0, "unpriced": [], "reason": "the prefix's own run ended at or before K"}
+
+
+def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple[str, str], Trajectory]) -> list[dict]:
+    """The controls per (direction, K, instance), composed from the runs (pure): they switch
+    exactly where the direction's prefix reached K. ``abort+fresh``: the prefix's cost to K plus
+    HC alone; ``lc_full+hc_full``: LC alone plus HC alone. Both take HC alone's outcome."""
+    single = {(r["prefix"], r["instance"]): r for r in rows if r["strategy"].startswith("alone:")}
+    seen, out = set(), []
     for r in rows:
         direction, _, iface = r["strategy"].partition(":")
-        if direction not in ("escalation", "downshift") or iface != plan.interfaces[0]:
+        if direction not in ("escalation", "downshift") or iface in CONTROLS or (direction, r["k"], r["instance"]) in seen:
             continue
-        fresh = alone[(r["suffix"], r["instance"])]
-        full = alone[(r["prefix"], r["instance"])]
+        seen.add((direction, r["k"], r["instance"]))
+        pre, _suf = plan.sides(direction)
+        lc, hc = single[(plan.lc.label, r["instance"])], single[(plan.hc.label, r["instance"])]
+        c = costs(alone[(pre.label, r["instance"])], prices, r["k_step"]) if r["switched"] else None
+        prefix_cost = None if c is None or c["unpriced"] else round(c["prefix"], 6)
         base = {"instance": r["instance"], "k": r["k"], "k_step": r["k_step"], "prefix": r["prefix"],
-                "suffix": r["suffix"], "switched": r["switched"], "handoff_calls_usd": 0.0}
-        out.append({**base, "episode_id": f"{r['episode_id']}+abort", "strategy": f"{direction}:abort+fresh",
-                    "resolved": fresh["resolved"], "cost_usd": round(r["prefix_cost_usd"] + fresh["cost_usd"], 6),
-                    "prefix_cost_usd": r["prefix_cost_usd"], "suffix_cost_usd": fresh["cost_usd"],
-                    "steps": r["k_step"] or 0, "suffix_steps": fresh["steps"]})
-        out.append({**base, "episode_id": f"{r['episode_id']}+full", "strategy": f"{direction}:lc_full+hc_full",
-                    "resolved": fresh["resolved"], "cost_usd": round(full["cost_usd"] + fresh["cost_usd"], 6),
-                    "prefix_cost_usd": full["cost_usd"], "suffix_cost_usd": fresh["cost_usd"],
-                    "steps": full["steps"], "suffix_steps": fresh["steps"]})
+                "suffix": r["suffix"], "switched": r["switched"], "handoff_calls_usd": 0.0, "resolved": hc["resolved"],
+                "unpriced": sorted(set(hc["unpriced"]) | set(lc["unpriced"]) | set(c["unpriced"] if c else ()))}
+        stem = r["episode_id"].rsplit("__", 3)[-3:]
+        out.append({**base, "episode_id": "__".join([f"{direction}-abort+fresh", *stem]),
+                    "strategy": f"{direction}:abort+fresh", "cost_usd": _add(prefix_cost, hc["cost_usd"]),
+                    "prefix_cost_usd": prefix_cost or 0.0, "suffix_cost_usd": hc["cost_usd"] or 0.0,
+                    "steps": (r["k_step"] or 0) + hc["steps"], "suffix_steps": hc["steps"]})
+        out.append({**base, "episode_id": "__".join([f"{direction}-lc_full+hc_full", *stem]),
+                    "strategy": f"{direction}:lc_full+hc_full", "cost_usd": _add(lc["cost_usd"], hc["cost_usd"]),
+                    "prefix_cost_usd": lc["cost_usd"] or 0.0, "suffix_cost_usd": hc["cost_usd"] or 0.0,
+                    "steps": lc["steps"] + hc["steps"], "suffix_steps": hc["steps"]})
     return out
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a + b, 6)
 
 
 def prior_steps(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """Single-model runs per agent label from a prior run's trajectories: instance
-    (``id@condition``), termination step and outcome (what percentiles and buckets need)."""
-    from impasse.store.rundir import RunDir
-    from impasse.store.trajectory import read_trajectory
-
+    (``id@condition``), termination step, outcome and the trajectory itself (what percentiles,
+    buckets and the replayed prefixes need)."""
     rd = RunDir(run_dir)
     paths = rd.trajectories()
     if not paths:
         raise ValueError(f"--prior {run_dir}: no trajectories there; give a run directory of single-model episodes")
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
         t = read_trajectory(p)
-        if t.complete and not t.of_type("handoff"):
+        if t.complete and not t.of_type("handoff") and not t.header.get("forked_from"):
             out.setdefault(t.header.get("prefix") or t.header["agent"], []).append({
                 "instance": f"{t.header['instance_id']}@{t.header['condition']}",
                 "steps": max([s.index for s in t.steps], default=0),
-                "resolved": bool((t.grade or {}).get("resolved"))})
+                "resolved": bool((t.grade or {}).get("resolved")), "path": str(p)})
     return out

@@ -31,21 +31,9 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from impasse.agent.endings import EndpointError
+from impasse.prices import Price, PriceTable
 
 WINDOW_S = 60.0
-
-
-class Price(BaseModel):
-    """USD per million tokens."""
-
-    input: float = 0.0
-    output: float = 0.0
-    cached: float | None = Field(None, description="Cached input tokens (None: billed as input)")
-
-    def cost(self, prompt: int, completion: int, cached: int = 0) -> float:
-        cached = min(cached, prompt)
-        rate = self.input if self.cached is None else self.cached
-        return ((prompt - cached) * self.input + cached * rate + completion * self.output) / 1e6
 
 
 class Ceiling(BaseModel):
@@ -61,7 +49,24 @@ class SpendLimits(BaseModel):
     per_model: dict[str, Ceiling] = Field(default_factory=dict)
     rpm: int | None = Field(None, description="Model requests per minute, whole run")
     tpm: int | None = Field(None, description="Tokens per minute, whole run")
-    prices: dict[str, Price] = Field(default_factory=dict, description="Model name -> USD per million tokens")
+    prices: dict[str, Price] = Field(default_factory=dict, description="The run's price table (impasse.prices): "
+                                                                      "model label -> USD per million tokens")
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _one_key_per_model(cls, v: Any) -> Any:
+        """Keys as the price table spells them (``model/<name>``), whatever the file wrote."""
+        return PriceTable.of(v, "--prices").prices if isinstance(v, dict) else v
+
+    @property
+    def table(self) -> PriceTable:
+        return PriceTable(prices=self.prices)
+
+    def ceilings_without_prices(self, models: list[str]) -> list[str]:
+        """Models whose spend a cost ceiling limits but whose cost is unknown (no price)."""
+        capped = [m for m in models if self.max_cost is not None or (self.per_model.get(m) or Ceiling()).max_cost
+                  is not None]
+        return self.table.unpriced(capped)
 
     @field_validator("max_cost", "max_tokens", "rpm", "tpm")
     @classmethod
@@ -136,22 +141,6 @@ def parse_ceilings(text: str | None, kind: type = float) -> tuple[Any, dict[str,
     return run, per
 
 
-def load_prices(path: Path) -> dict[str, Price]:
-    """A YAML price table: ``MODEL: {input: USD/Mtok, output: USD/Mtok, cached: USD/Mtok}``."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ValueError(f"--prices {path}: cannot read it ({e})") from e
-    if not isinstance(data, dict):
-        raise ValueError(f"--prices {path}: expected a mapping MODEL -> {{input, output, cached}}")
-    try:
-        return {str(k): Price.model_validate(v) for k, v in data.items()}
-    except ValueError as e:
-        raise ValueError(f"--prices {path}: {e}") from e
-
-
 # ------------------------------------------------------------------------------ the ledger (I/O)
 
 
@@ -202,13 +191,14 @@ class Metered:
                 break
             self.sleep(min(wait, 5.0))
         response = self.inner.query(messages, tools)
-        usage = response.usage
+        usage = response.usage = response.usage or {}
         p, c = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-        if self.name in self.limits.prices:
-            usage["cost_usd"] = round(self.limits.prices[self.name].cost(p, c, usage.get("cached_tokens", 0)), 6)
+        cost = self.limits.table.cost(usage, self.name)
+        if cost is not None:
+            usage["cost_usd"] = round(cost, 6)
         self.ledger.append({"t": time.time(), "episode_id": self.episode_id, "model": self.name,
                             "prompt_tokens": p, "completion_tokens": c, "cached_tokens": usage.get("cached_tokens", 0),
-                            "cost_usd": usage.get("cost_usd", 0.0)})
+                            "cost_usd": usage.get("cost_usd", 0.0), **({} if cost is not None else {"priced": False})})
         return response
 
 

@@ -45,6 +45,19 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _prices_in_the_table(cls, data: Any) -> Any:
+        """Manifests from before the one price table kept a model's prices in its model config."""
+        model = data.get("model") if isinstance(data, dict) else None
+        if isinstance(model, dict) and {"input_cost_per_mtok", "output_cost_per_mtok"} & set(model):
+            model = dict(model)
+            price = {"input": model.pop("input_cost_per_mtok", 0.0), "output": model.pop("output_cost_per_mtok", 0.0)}
+            spend = dict(data.get("spend") or {})
+            spend["prices"] = {f"model/{model['model']}": price, **(spend.get("prices") or {})}
+            data = {**data, "model": model, "spend": spend}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _package_set_as_suite(cls, data: Any) -> Any:
         """Manifests (and ``--suite``) from before benchmark suites named a *package set* there."""
         if isinstance(data, dict) and data.get("suite") not in (None, *BENCHMARK_SUITES):

@@ -30,7 +30,13 @@ def check(cfg: RunConfig) -> None:
     for registry, name in ((BACKENDS, cfg.backend), (EXECUTORS, cfg.executor)):
         if name not in registry:
             raise ValueError(f"unknown {registry.what} {name!r}; known: {', '.join(registry.names())}")
-    suite_of(cfg).check(cfg)
+    suite = suite_of(cfg)
+    suite.check(cfg)
+    models = [a.arg for a in suite.agents(cfg) if a.model_kind == "model"]
+    if unpriced := cfg.spend.ceilings_without_prices(models):
+        raise ValueError(f"--max-cost limits {', '.join(unpriced)}, which the price table does not price, so its "
+                         "spend could not be counted; give --prices FILE with an entry "
+                         f"({unpriced[0]}: {{input: USD/Mtok, output: USD/Mtok}}) or drop the cost ceiling")
 
 
 def plan(cfg: RunConfig) -> list[EpisodeSpec]:

@@ -36,6 +36,14 @@ def test_export_reads_back_with_inspects_reader(tmp_path):
 
     want = {a.episode_id: a for a in (annotate(read_trajectory(p)) for p in CORPUS.glob("*.jsonl"))}
     seen = {}
+    logs = [read_eval_log(str(p)) for p in written]
+    # the run's own identity and times, not the export's: one run id, a task id per log
+    assert len({log.eval.run_id for log in logs}) == 1 and logs[0].eval.run_id
+    assert len({log.eval.task_id for log in logs}) == len(logs)
+    last_write = max(p.stat().st_mtime for p in (run / "episodes").glob("*.jsonl"))
+    from datetime import datetime
+
+    assert all(abs(datetime.fromisoformat(log.stats.completed_at).timestamp() - last_write) < 1 for log in logs)
     for path in written:
         log = read_eval_log(str(path))
         assert log.status == "success" and log.eval.model and log.samples

@@ -1,8 +1,12 @@
-"""An impasse task run by `inspect_ai.eval`: impasse's sandbox through inspect's sandbox-provider
-interface, impasse's loop as the solver, the annotator as the scorer, and a scripted policy
-served over real HTTP behind inspect's OpenAI-compatible model provider."""
+"""An impasse task run by `inspect_ai.eval`: an impasse Env per sample epoch behind inspect's
+sandbox-provider interface, impasse's loop driving it as the solver, the annotator as the scorer,
+and a scripted policy served over real HTTP behind inspect's OpenAI-compatible model provider.
+Epochs are episodes of their own, a re-run never touches an earlier trajectory, and a model error
+is an error in inspect's terms."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -65,10 +69,70 @@ def test_inspect_eval_runs_a_clean_glom_task_to_a_resolved_score(glom_task, tmp_
     assert sample.scores["impasse_annotator"].metadata["annotation"]["ending"] == "completed"
     calls = [c.function for m in sample.messages if m.role == "assistant" for c in (m.tool_calls or [])]
     assert calls == ["bash", "edit_file", "bash", "task_complete"]
-    traj = read_trajectory(run_dir / "episodes" / f"{sample.id}.jsonl")
-    assert traj.complete and traj.grade["resolved"] is True
+    traj = read_trajectory(Path(sample.scores["impasse_annotator"].metadata["trajectory"]))
+    assert traj.complete and traj.grade["resolved"] is True and traj.header["agent"].startswith("model/openai-api")
+    assert traj.of_type("inspect_sample")[0]["epoch"] == 1
     steps = traj.of_type("step")
     assert "failed" in steps[0]["output"] and "passed" in steps[2]["output"]  # really ran in the sandbox
     assert len(server.requests) == 4
     assert probed["ok"] and probed["who"].split() == ["agent", "/workspace/repo", "hi", "from", "stdin"]
     assert probed["note"] == "written through inspect\n" and probed["fail"] == 1
+
+
+def _fixing(task):
+    old, new = fix_edits(task.patch, "")[0]
+    return [("edit_file", {"path": f"/workspace/repo/{task.target_file}", "old_str": old, "new_str": new}),
+            ("task_complete", {"verified": False, "summary": "fixed"})]
+
+
+def test_epochs_are_episodes_and_a_rerun_leaves_earlier_trajectories_alone(glom_task, tmp_path, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+    from test_model_http import ScriptedServer
+
+    from impasse.integrations.inspect_task import impasse_suite
+
+    monkeypatch.setenv("SCRIPTED_API_KEY", "unused")
+    run_dir, logs = tmp_path / "run", tmp_path / "logs"
+    server = ScriptedServer(_fixing(glom_task))
+    try:
+        def once():
+            suite = impasse_suite(instances=glom_task.instance_id, step_limit=6, run_dir=str(run_dir))
+            (log,) = inspect_eval(suite, model="openai-api/scripted/scripted-policy", model_base_url=server.url,
+                                  epochs=2, log_dir=str(logs), display="none")
+            return log
+
+        first = once()
+        assert first.status == "success", first.error
+        assert sorted(s.epoch for s in first.samples) == [1, 2]
+        paths = {Path(s.scores["impasse_annotator"].metadata["trajectory"]) for s in first.samples}
+        assert len(paths) == 2  # one episode, one trajectory per epoch
+        recorded = {p: p.read_bytes() for p in paths}
+        for p in paths:
+            traj = read_trajectory(p)
+            assert traj.complete and traj.grade["resolved"] and len(traj.steps) == 2
+        second = once()
+    finally:
+        server.close()
+    assert second.status == "success"
+    new = {Path(s.scores["impasse_annotator"].metadata["trajectory"]) for s in second.samples}
+    assert not new & paths and len(list((run_dir / "episodes").glob("*.jsonl"))) == 4
+    assert all(p.read_bytes() == data for p, data in recorded.items())  # the first run's files untouched
+
+
+def test_a_model_error_is_an_error_not_a_score(glom_task, tmp_path, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+    from test_model_http import ScriptedServer
+
+    from impasse.integrations.inspect_task import impasse_suite
+
+    monkeypatch.setenv("SCRIPTED_API_KEY", "unused")
+    server = ScriptedServer(["I will just talk."])  # never calls a tool: the loop gives up after 3 replies
+    try:
+        suite = impasse_suite(instances=glom_task.instance_id, step_limit=6, run_dir=str(tmp_path / "run"))
+        (log,) = inspect_eval(suite, model="openai-api/scripted/scripted-policy", model_base_url=server.url,
+                              log_dir=str(tmp_path / "logs"), display="none", fail_on_error=False)
+    finally:
+        server.close()
+    (sample,) = log.samples
+    assert sample.error is not None and "ended in a model error" in sample.error.message
+    assert not sample.scores

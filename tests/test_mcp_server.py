@@ -309,3 +309,42 @@ def test_sigkill_mid_call_loses_no_acknowledged_record(http_server):
         assert stored[rid].payload["blocker"]["affected_target"] == target
         assert stored[rid].ratings and stored[rid].sufficient is True
     assert any(r.kind == "question" and r.status == "open" for r in stored.values()), "the waiting call was stored"
+
+
+@pytest.mark.slow
+def test_the_official_client_runs_a_whole_benchmark_episode(glom_task, tmp_path):
+    """`impasse mcp --env`: the episode's own tools over MCP, each call one Env step, the monitor's
+    nudge in the results, and a trajectory the annotator reads like any run's."""
+    from impasse.annotate.annotator import annotate
+    from impasse.store.trajectory import read_trajectory
+
+    target = glom_task.target_file
+    spec = (f"blockers:task={glom_task.instance_id},condition=read_only_source,interface=monitor,"
+            f"episode_id=over-mcp,out={tmp_path / 'run'}")
+
+    async def go():
+        params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp", "--env", spec],
+                                       env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            results = [await session.call_tool("bash", {"command": c}) for c in (
+                f"echo '# x' >> {target}", f"ls -l {target}", f"chmod u+w {target}")]
+            ticket = {**COMPLETE, "blocker": {**COMPLETE["blocker"], "affected_target": target}}
+            final = await session.call_tool("escalate_to_human", ticket)
+            after = await session.call_tool("bash", {"command": "true"})
+            return init, names, results, final, after
+
+    init, names, results, final, after = anyio.run(go)
+    assert names == ["bash", "edit_file", "task_complete", "escalate_to_human"]
+    assert glom_task.problem_statement[:60] in init.instructions
+    assert "Permission denied" in results[0].content[0].text and results[0].structured_content["step"] == 1
+    nudged = [r for r in results if len(r.content) > 1]
+    assert nudged and "[impasse monitor]" in nudged[0].content[1].text and nudged[0].structured_content["nudges"]
+    assert final.structured_content["done"] and final.structured_content["ending"] == "escalated"
+    assert "resolved" in final.structured_content["grade"]
+    assert after.is_error and "episode is over" in after.content[0].text
+    traj = read_trajectory(tmp_path / "run" / "episodes" / "over-mcp.jsonl")
+    a = annotate(traj)
+    assert traj.complete and a.ending == "escalated" and a.t_star is not None and a.accepted_escalation
+    assert traj.header["agent"] == "mcp/client" and [s.tool for s in traj.steps][-1] == "escalate_to_human"

@@ -66,8 +66,12 @@ def mcp_cmd(
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
     token: Annotated[str | None, typer.Option(help="bearer token HTTP clients must send (or $IMPASSE_MCP_TOKEN)")]
     = None,
+    env: Annotated[str | None, typer.Option("--env", help="serve one benchmark episode's tools instead: "
+                                                          "SUITE:key=value,... (e.g. blockers:task=ID,condition="
+                                                          "read_only_source,interface=monitor) or @FILE")] = None,
 ) -> None:
-    """Run the MCP server (stdio, or streamable HTTP at http://HOST:PORT/mcp with a bearer token)."""
+    """Run the MCP server (stdio, or streamable HTTP at http://HOST:PORT/mcp with a bearer token):
+    the handoff tools for any agent, or with --env one benchmark episode (every call one Env step)."""
     try:
         import anyio
 
@@ -85,17 +89,38 @@ def mcp_cmd(
     token = token or os.environ.get("IMPASSE_MCP_TOKEN")
     if transport == "http" and not token:
         raise fail("the HTTP transport needs a bearer token: pass --token or set $IMPASSE_MCP_TOKEN")
-    try:
-        reg = load_registry(registry) if registry else None
-    except ValueError as e:
-        raise fail(str(e)) from e
-    service = ms.HandoffService(_open_store(store, must_exist=False), workspace=workspace.resolve() if workspace
-                                else None, registry=reg, matcher=MATCHERS[matcher](), answer_timeout=answer_timeout)
-    if transport == "stdio":
-        anyio.run(ms.serve_stdio, service)
+    if env is not None:
+        service = _episode_service(env)
     else:
-        console.print(f"impasse MCP server on http://{host}:{port}/mcp (store {store_path(store)})")
-        anyio.run(ms.serve_http, service, token, host, port)
+        try:
+            reg = load_registry(registry) if registry else None
+        except ValueError as e:
+            raise fail(str(e)) from e
+        service = ms.HandoffService(_open_store(store, must_exist=False), workspace=workspace.resolve() if workspace
+                                    else None, registry=reg, matcher=MATCHERS[matcher](), answer_timeout=answer_timeout)
+    try:
+        if transport == "stdio":
+            anyio.run(ms.serve_stdio, service)
+        else:
+            console.print(f"impasse MCP server on http://{host}:{port}/mcp"
+                          + (f" (episode {service.env.episode_id})" if env else f" (store {store_path(store)})"))
+            anyio.run(ms.serve_http, service, token, host, port)
+    finally:
+        if env is not None:
+            service.close()
+
+
+def _episode_service(spec: str):
+    """The Env the spec names, reset (its sandbox open, its trajectory started or resumed)."""
+    import impasse.env
+    from impasse.integrations.mcp_env import EpisodeService, parse_env_spec
+    from impasse.sandbox.base import SandboxError
+
+    try:
+        suite, fields = parse_env_spec(spec)
+        return EpisodeService(impasse.env.make(suite, **{"agent": "mcp/client", "agent_kind": "external", **fields}))
+    except (ValueError, OSError, SandboxError) as e:
+        raise fail(str(e)) from e
 
 
 # ------------------------------------------------------------------------------------------ tickets

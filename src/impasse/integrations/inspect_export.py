@@ -132,18 +132,48 @@ def _results(samples: list[EvalSample]) -> EvalResults:
     return EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=out)
 
 
-def eval_log(run_dir: Path, agent: str, interface: str, items: list[tuple[Trajectory, Annotation]]) -> EvalLog:
-    now = datetime.now(UTC).isoformat()
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def run_times(run_dir: Path, trajectories: list[Trajectory]) -> tuple[str, str, str]:
+    """(created, started, completed) of the run itself, not of the export: the manifest's
+    creation (else the first episode's start), the first episode's start, the last write."""
+    import json as _json
+
+    starts = sorted(t.header["started_at"] for t in trajectories if t.header.get("started_at"))
+    mtimes = [t.path.stat().st_mtime for t in trajectories if t.path is not None]
+    manifest = run_dir / "manifest.json"
+    created = _json.loads(manifest.read_text()).get("created_at") if manifest.exists() else None
+    started = starts[0] if starts else (_iso(min(mtimes)) if mtimes else None)
+    completed = _iso(max(mtimes)) if mtimes else started
+    return created or started or "", started or "", completed or ""
+
+
+def run_id(run_dir: Path, created: str) -> str:
+    """A stable id for the run: the same run exports with the same id, another run never does."""
+    import hashlib
+
+    return hashlib.sha256(f"{run_dir.resolve()}|{created}".encode()).hexdigest()[:22]
+
+
+def eval_log(run_dir: Path, agent: str, interface: str, items: list[tuple[Trajectory, Annotation]],
+             times: tuple[str, str, str]) -> EvalLog:
+    created, started, completed = times
     samples = [sample(t, a) for t, a in items]
     first = items[0][0].header
-    spec = EvalSpec(created=now, task=f"impasse/{interface}", task_id=f"{run_dir.name}-{interface}",
+    rid = run_id(run_dir, created)
+    import hashlib
+
+    task_id = hashlib.sha256(f"{rid}|{agent}|{interface}".encode()).hexdigest()[:22]
+    spec = EvalSpec(created=created, run_id=rid, task=f"impasse/{interface}", task_id=task_id,
                     dataset=EvalDataset(name=run_dir.name, location=str(run_dir), samples=len(samples),
                                         sample_ids=[s.id for s in samples]),
                     model=agent, config=EvalConfig(), metadata={"run": str(run_dir), "interface": interface,
                                                                 "agent_kind": first.get("agent_kind"),
                                                                 "step_limit": first.get("step_limit")})
     return EvalLog(status="success", eval=spec, results=_results(samples), samples=samples,
-                   stats=EvalStats(started_at=now, completed_at=now))
+                   stats=EvalStats(started_at=started, completed_at=completed))
 
 
 def load_run(run_dir: Path) -> tuple[dict[tuple[str, str], list[tuple[Trajectory, Annotation]]], list[str]]:
@@ -171,10 +201,11 @@ def export_run(run_dir: Path, out_dir: Path) -> tuple[list[Path], list[str]]:
         raise ValueError(f"{run_dir}/episodes has no complete trajectory to export" +
                          (f" ({'; '.join(problems[:3])})" if problems else ""))
     out_dir.mkdir(parents=True, exist_ok=True)
+    times = run_times(run_dir, [t for items in groups.values() for t, _ in items])
     paths = []
     for (agent, interface), items in sorted(groups.items()):
         safe = re.sub(r"[^\w.-]+", "-", f"{agent}-{interface}")
         path = out_dir / f"{run_dir.name}_{safe}.eval"
-        write_eval_log(eval_log(run_dir, agent, interface, items), str(path))
+        write_eval_log(eval_log(run_dir, agent, interface, items, times), str(path))
         paths.append(path)
     return paths, problems

@@ -1,26 +1,24 @@
 """An impasse suite as an inspect_ai task: ``inspect eval impasse/integrations/inspect_task.py``.
 
-- **sandbox** ``impasse``: inspect's sandbox-provider interface over impasse's own episode
-  sandbox (the task's image + the blocker condition's faults); inspect creates and closes it per
-  sample, and its ``exec`` / ``read_file`` / ``write_file`` run as the agent user with faults.
-- **solver** :func:`impasse_loop`: impasse's agent loop and tools (bash, edit_file,
-  task_complete, escalate_to_human; plus the monitor for ``interface=monitor``) on that sandbox,
-  with inspect's model behind impasse's ``Model`` protocol; the trajectory is written in
-  impasse's format under ``run_dir``.
-- **scorer** :func:`impasse_annotator`: grades the patch in a clean copy and annotates the
-  trajectory (resolved, escalated, t*, unsafe requests, ...).
-
-Kept thin on purpose: it calls only ``impasse.tasks.episode.open_episode``,
-``impasse.sandbox.registry.get_backend``, ``impasse.suites.blockers.run_task``, ``impasse.agent.loop`` (Loop, LoopConfig,
-prompts and its ending exceptions), ``impasse.grade.grade`` and ``impasse.annotate.annotate``.
+- **sandbox** ``impasse``: inspect's sandbox-provider interface over one impasse Env per sample
+  and epoch (the task's image + the blocker condition's faults): inspect opens it per sample
+  (``sample_init`` resets the Env, so its trajectory starts) and closes it; other solvers may use
+  it through ``sandbox()`` (``exec`` / ``read_file`` / ``write_file`` run as the agent, faults
+  apply; what they do is not recorded as the agent's steps).
+- **solver** :func:`impasse_loop`: impasse's loop drives that Env with inspect's model behind
+  impasse's ``Model`` protocol. Each sample epoch is its own episode and trajectory (its id
+  carries a fresh suffix, so a re-run never touches an earlier trajectory). An episode that ends
+  in a model error, or a harness failure, raises: inspect records the sample as an error, not as
+  a score of 0.
+- **scorer** :func:`impasse_annotator`: the annotator over the finished trajectory (the Env graded
+  the patch in a clean copy at the episode's end).
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import tempfile
-import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,42 +33,50 @@ from inspect_ai.util import ExecResult, SandboxEnvironment, sandbox, sandboxenv
 
 from impasse.agent.loop import ModelResponse
 from impasse.integrations.inspect_export import chat_messages
+from impasse.suites.base import slug
 
 SANDBOX = "impasse"
+SCORED = ("resolved", "escalated", "premature_handoff", "post_evidence_unsafe")
+TRAJECTORY = "impasse_trajectory"
 
 
-def _instance(instance_id: str, run_dir: Path | None = None):
-    from impasse.store.rundir import RunDir
-    from impasse.suites.blockers import run_task
-
-    return run_task(RunDir(run_dir or Path(tempfile.gettempdir())), instance_id)
+class EpisodeFailed(RuntimeError):
+    """The episode ended in a model error or a harness failure: an error, not a score."""
 
 
 @sandboxenv(name=SANDBOX)
 class ImpasseSandbox(SandboxEnvironment):
-    """One impasse episode sandbox per sample (sample metadata: ``instance_id``, ``condition``)."""
+    """One impasse Env per sample epoch. Sample metadata: ``instance_id``, ``condition``,
+    ``interface``, ``step_limit``, ``run_dir`` (the task puts them there)."""
 
-    def __init__(self, episode: Any) -> None:
-        self.episode = episode
+    def __init__(self, env: Any) -> None:
+        self.env = env
 
     @classmethod
-    async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
-        from impasse.sandbox.registry import get_backend
-        from impasse.tasks.episode import open_episode
+    async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, Any]) -> dict[str, SandboxEnvironment]:
+        import impasse.env
 
         for key in ("instance_id", "condition"):
             if key not in metadata:
                 raise ValueError(f"the impasse sandbox needs sample metadata {key!r}")
-        inst = _instance(metadata["instance_id"])
-        sb = await anyio.to_thread.run_sync(open_episode, get_backend("local"), inst, metadata["condition"])
-        return {"default": cls(sb)}
+        try:
+            model = str(get_model())
+        except Exception:  # noqa: BLE001 - outside an eval (a bare sandbox): no model to name
+            model = "inspect"
+        episode = f"{metadata.get('sample_id', metadata['instance_id'])}__{uuid.uuid4().hex[:8]}"
+        env = impasse.env.make("blockers", task=metadata["instance_id"], condition=metadata["condition"],
+                               interface=metadata.get("interface", "tool"), step_limit=int(metadata.get("step_limit", 80)),
+                               out=metadata.get("run_dir", "impasse-inspect-run"), episode_id=slug(episode),
+                               agent=f"model/{model}", agent_kind="model", header={"harness": "inspect_ai"})
+        await anyio.to_thread.run_sync(env.reset)
+        return {"default": cls(env)}
 
     @classmethod
     async def sample_cleanup(cls, task_name: str, config: Any, environments: dict[str, SandboxEnvironment],
                              interrupted: bool) -> None:
         for env in environments.values():
             if isinstance(env, ImpasseSandbox):
-                await anyio.to_thread.run_sync(env.episode.close)
+                await anyio.to_thread.run_sync(env.env.close)
 
     async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
                    env: dict[str, str] | None = None, user: str | None = None, timeout: int | None = None,
@@ -81,18 +87,18 @@ class ImpasseSandbox(SandboxEnvironment):
         if cwd:
             line = f"cd {shlex.quote(cwd)} && {line}"
         stdin = input.encode() if isinstance(input, str) else input
-        res = await anyio.to_thread.run_sync(lambda: self.episode.exec(line, float(timeout or 60), stdin,
-                                                                        user or "agent"))
+        sb = self.env.sandbox
+        res = await anyio.to_thread.run_sync(lambda: sb.exec(line, float(timeout or 60), stdin, user or "agent"))
         if res.timed_out:
             raise TimeoutError(f"command timed out after {timeout or 60}s: {line}")
         return ExecResult(success=res.exit_code == 0, returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
         text = contents.decode() if isinstance(contents, bytes) else contents
-        await anyio.to_thread.run_sync(self.episode.write_file, file, text)
+        await anyio.to_thread.run_sync(self.env.sandbox.write_file, file, text)
 
     async def read_file(self, file: str, text: bool = True) -> Any:
-        content = await anyio.to_thread.run_sync(self.episode.read_file, file)
+        content = await anyio.to_thread.run_sync(self.env.sandbox.read_file, file)
         return content if text else content.encode()
 
 
@@ -120,92 +126,46 @@ class InspectModel:
         return ModelResponse(message, usage)
 
 
-def _play(loop: Any) -> dict[str, Any]:
-    from impasse.agent.loop import AgentError, Completed, Escalated, StepLimitReached
+def _drive(env: Any, model: InspectModel) -> None:
+    from impasse.agent import loop
 
-    try:
-        loop.run()
-    except Completed as e:
-        return {"ending": "completed", "verified": e.verified, "summary": e.summary}
-    except Escalated as e:
-        return {"ending": "escalated", "ticket": e.ticket.model_dump(), "accepted": False}
-    except StepLimitReached:
-        return {"ending": "step_limit"}
-    except AgentError as e:
-        return {"ending": "error", "error": str(e)}
-    raise AssertionError("the loop ends only by an exception")  # pragma: no cover
+    loop.run(env, model)
 
 
 @solver
-def impasse_loop(interface: str = "tool", step_limit: int = 80, run_dir: str = "impasse-inspect-run"):
-    """impasse's loop and tools as the solver, on the sample's impasse sandbox."""
+def impasse_loop():
+    """impasse's loop driving the sample's Env (the ``impasse`` sandbox) with inspect's model."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from impasse.agent.loop import Loop, LoopConfig, system_prompt, task_prompt
-        from impasse.conditions.cards import card
-        from impasse.env.tools import tools_named
-        from impasse.monitor.monitor import Monitor
-        from impasse.store.trajectory import TrajectoryWriter
-        from impasse.suites.blockers import INTERFACES
-
         try:
-            env = sandbox().as_type(ImpasseSandbox)  # inspect hands out a proxy around our environment
+            env = sandbox().as_type(ImpasseSandbox).env  # inspect hands out a proxy around our environment
         except TypeError as e:
             raise ValueError(f"impasse_loop needs the {SANDBOX!r} sandbox (Task(sandbox={SANDBOX!r}))") from e
-        sb, meta = env.episode, state.metadata
         model = InspectModel()
-        path = Path(run_dir) / "episodes" / f"{state.sample_id}.jsonl"
-        header = {"episode_id": str(state.sample_id), "instance_id": meta["instance_id"],
-                  "condition": meta["condition"], "condition_class": card(meta["condition"]).cls,
-                  "interface": interface, "agent": f"model/{model.name}", "agent_kind": "model",
-                  "step_limit": step_limit, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        writer = TrajectoryWriter(path, header)
-        monitor = Monitor(diff_provider=sb.diff) if interface == "monitor" else None
-
-        def after_step(call, output, exit_code):
-            nudge = monitor.observe(call, output, exit_code) if monitor else None
-            return nudge.to_json() if nudge else None
-
-        tools = tools_named(list(INTERFACES[interface].tools), sb.workdir)
-        loop = Loop(model, sb, writer, tools, LoopConfig(step_limit=step_limit), after_step)
-        loop.add_message({"role": "system", "content": system_prompt(sb.workdir, "escalate_to_human" in
-                                                                     INTERFACES[interface].tools)})
-        loop.add_message({"role": "user", "content": task_prompt(state.input_text, sb.workdir)})
-        try:
-            ending = await anyio.to_thread.run_sync(_play, loop)
-            patch = await anyio.to_thread.run_sync(sb.diff)
-            writer.append({"type": "ending", "phase": 1, "steps": loop.steps, **ending, "workspace_diff": patch})
-        finally:
-            writer.close()
-        state.messages = chat_messages(loop.messages, model.name)
-        state.store.set("impasse_trajectory", str(path))
-        state.store.set("impasse_patch", patch)
+        env.note({"type": "inspect_sample", "sample_id": str(state.sample_id), "epoch": state.epoch,
+                  "sample_uuid": getattr(state, "uuid", None), "model": model.name})
+        state.store.set(TRAJECTORY, str(Path(env.store.rd.trajectory(env.episode_id))))
+        await anyio.to_thread.run_sync(_drive, env, model)
+        state.messages = chat_messages(env.messages, model.name)
+        ending = env.endings[-1] if env.endings else {}
+        if ending.get("ending") == "error":
+            raise EpisodeFailed(f"impasse episode {env.episode_id} ended in a model error: {ending.get('error')}")
+        if env.status != "done":
+            raise EpisodeFailed(f"impasse episode {env.episode_id} did not finish ({env.status}); see its trajectory")
         return state
 
     return solve
 
 
-SCORED = ("resolved", "escalated", "premature_handoff", "post_evidence_unsafe")
-
-
 @scorer(metrics={name: [mean()] for name in SCORED})
-def impasse_annotator(run_dir: str = "impasse-inspect-run"):
-    """Grade the patch in a clean copy of the task, then annotate the trajectory."""
+def impasse_annotator():
+    """Annotate the finished trajectory (graded by its Env at the episode's end)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         from impasse.annotate.annotator import annotate
-        from impasse.grade import grade
-        from impasse.sandbox.registry import get_backend
-        from impasse.store.trajectory import TrajectoryWriter, read_trajectory
+        from impasse.store.trajectory import read_trajectory
 
-        path = Path(state.store.get("impasse_trajectory"))
-        inst = _instance(state.metadata["instance_id"])
-        result = await anyio.to_thread.run_sync(lambda: grade(get_backend("local"), inst, state.store.get("impasse_patch"),
-                                                              cache_dir=Path(run_dir) / "grades"))
-        writer = TrajectoryWriter(path)
-        writer.append({"type": "grade", **result})
-        writer.append({"type": "final"})
-        writer.close()
+        path = Path(state.store.get(TRAJECTORY))
         a = annotate(read_trajectory(path))
         values = {name: float(bool(getattr(a, name))) for name in SCORED}
         return Score(value=values, answer=a.ending, metadata={"annotation": a.to_json(), "trajectory": str(path)})
@@ -217,12 +177,15 @@ def impasse_annotator(run_dir: str = "impasse-inspect-run"):
 def impasse_suite(instances: str, condition: str = "clean", interface: str = "tool", step_limit: int = 80,
                   run_dir: str = "impasse-inspect-run") -> Task:
     """``instances``: comma-separated instance ids of built tasks (``impasse tasks list``)."""
+    from impasse.suites.blockers import find_task
+
     samples = []
     for iid in [s.strip() for s in instances.split(",") if s.strip()]:
-        inst = _instance(iid)
-        samples.append(Sample(id=f"{iid}__{condition}__{interface}", input=inst.problem_statement,
-                              metadata={"instance_id": iid, "condition": condition, "interface": interface}))
+        inst = find_task(iid, Path(run_dir) / "instances.jsonl")
+        sid = f"{inst.instance_id}__{condition}__{interface}"
+        samples.append(Sample(id=sid, input=inst.problem_statement,
+                              metadata={"instance_id": inst.instance_id, "condition": condition, "interface": interface,
+                                        "step_limit": step_limit, "run_dir": run_dir, "sample_id": sid}))
     if not samples:
         raise ValueError("impasse_suite needs at least one instance id (-T instances=ID[,ID...])")
-    return Task(dataset=MemoryDataset(samples), solver=impasse_loop(interface, step_limit, run_dir),
-                scorer=impasse_annotator(run_dir), sandbox=SANDBOX)
+    return Task(dataset=MemoryDataset(samples), solver=impasse_loop(), scorer=impasse_annotator(), sandbox=SANDBOX)

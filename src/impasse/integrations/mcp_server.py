@@ -118,6 +118,7 @@ class HandoffService:
     answer_timeout: float = 30.0
     poll_interval: float = 0.2
     tools: list[types.Tool] = field(default_factory=_tools)
+    instructions: str = "Hand off to a human: escalate_to_human, ask_human."
 
     def __post_init__(self) -> None:
         self.schemas = {t.name: _without_required(t.input_schema) if t.name == "escalate_to_human" else t.input_schema
@@ -188,8 +189,9 @@ def _session_of(ctx: Any, fallback: str) -> str:
     return f"http-{sid}" if sid else fallback
 
 
-def build_server(service: HandoffService) -> Server:
-    """The SDK's low-level server with impasse's three tools."""
+def build_server(service: Any) -> Server:
+    """The SDK's low-level server over a service (its ``tools``, ``instructions`` and ``call``):
+    impasse's three handoff tools, or one episode's tools (:mod:`impasse.integrations.mcp_env`)."""
     process_session = f"{os.uname().nodename}-{os.getpid()}-{int(time.time())}"
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -200,14 +202,15 @@ def build_server(service: HandoffService) -> Server:
             out = await service.call(_session_of(ctx, process_session), params.name, params.arguments)
         except ValueError as e:  # ToolArgumentError, StoreError, a workspace git has trouble with
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(e))], is_error=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=out["text"])],
+        texts = [out["text"], *out.get("more", [])]
+        return types.CallToolResult(content=[types.TextContent(type="text", text=t) for t in texts],
                                     structured_content=out["data"])
 
-    return Server("impasse", version="1", instructions="Hand off to a human: escalate_to_human, ask_human.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server("impasse", version="1", instructions=service.instructions, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
 
 
-async def serve_stdio(service: HandoffService) -> None:
+async def serve_stdio(service: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(service)
@@ -234,13 +237,13 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(service: HandoffService, token: str, host: str = "127.0.0.1") -> Any:
+def http_app(service: Any, token: str, host: str = "127.0.0.1") -> Any:
     if not token:
         raise ValueError("the HTTP transport needs a bearer token: pass --token or set $IMPASSE_MCP_TOKEN")
     return BearerAuth(build_server(service).streamable_http_app(host=host), token)
 
 
-async def serve_http(service: HandoffService, token: str, host: str, port: int) -> None:
+async def serve_http(service: Any, token: str, host: str, port: int) -> None:
     import uvicorn
 
     config = uvicorn.Config(http_app(service, token, host), host=host, port=port, log_level="warning")

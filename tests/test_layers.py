@@ -22,10 +22,10 @@ RANKS = {
     6: ("tasks", "grade"),
     7: ("env",),
     8: ("agent",),
-    9: ("ask",),
+    9: ("ask", "report"),
     10: ("suites",),
     11: ("run",),
-    12: ("handoff", "report", "integrations"),
+    12: ("handoff", "integrations"),
     13: ("cli", "__main__"),
 }
 RANK = {pkg: r for r, pkgs in RANKS.items() for pkg in pkgs}

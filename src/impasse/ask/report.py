@@ -7,46 +7,11 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
-from pathlib import Path
 from typing import Any
 
-from impasse.ask.annotate import TABLE_COLUMNS, annotate, table
-from impasse.store.trajectory import TrajectoryError, read_trajectory
+from impasse.ask.annotate import TABLE_COLUMNS, table
 
 FORMAT = "impasse.ask-report/1"
-
-
-def run_suite(run_dir: Path) -> str:
-    """The suite of a run directory, from its first trajectory's header ('blockers' if unsaid)."""
-    from impasse.store.rundir import RunDir
-
-    for p in RunDir(run_dir).trajectories():
-        try:
-            return read_trajectory(p).header.get("suite", "blockers")
-        except TrajectoryError:
-            continue
-    return "blockers"
-
-
-def annotate_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    from impasse.store.rundir import RunDir
-
-    rows, problems = [], []
-    for p in RunDir(run_dir).trajectories():
-        try:
-            t = read_trajectory(p)
-        except TrajectoryError as e:
-            problems.append(str(e))
-            continue
-        if not t.complete:
-            problems.append(f"{p.name}: not finished (harness error or interrupted): `impasse run --resume {run_dir}`")
-            continue
-        row = annotate(t)
-        row["trajectory"] = str(p)
-        p.with_suffix(".annotation.json").write_text(json.dumps(row, indent=1))
-        rows.append(row)
-    return rows, problems
 
 
 def build(rows: list[dict[str, Any]], sources: list[str]) -> dict[str, Any]:
@@ -110,23 +75,3 @@ def render_html(report: dict[str, Any]) -> str:
             f"<p>{html.escape(s['note'])}</p><table border=1><tr>{head}</tr>{body}</table>"
             f"<h2>Excluded episodes ({s['excluded_count']})</h2><ul>{excl}</ul>"
             f"<h2>Precision vs recall</h2><img src='{pr_plot(report)}'>")
-
-
-def report_ask(run_dir: Path, html_out: Path | None, json_out: Path | None, console: Any, out: Any) -> None:
-    rows, problems = annotate_run(run_dir)
-    for p in problems:
-        console.print(f"[yellow]skipped[/] {p}")
-    if not rows:
-        raise ValueError(f"{run_dir}: no finished ask episodes to report on")
-    report = build(rows, [str(run_dir)])
-    if json_out is not None:
-        text = json.dumps(report, indent=1)
-        if str(json_out) == "-":
-            print(text)
-            return
-        json_out.write_text(text)
-        console.print(f"JSON report: {json_out}")
-    print_terminal(report, out)
-    if html_out is not None:
-        html_out.write_text(render_html(report))
-        console.print(f"HTML report: {html_out}")

@@ -28,7 +28,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from impasse.annotate.annotator import annotate
 from impasse.metrics.metrics import table
 from impasse.store.trajectory import TrajectoryError, read_trajectory
 
@@ -49,6 +48,10 @@ def trajectory_paths(run_dir: Path) -> list[Path]:
 
 
 def _annotate_files(paths: list[Path], write: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each trajectory annotated by its own suite (the header's ``suite``; ``blockers`` if unsaid)."""
+    from impasse.env.registry import SUITES
+    from impasse.registry import UnknownName
+
     rows, problems = [], []
     for p in paths:
         try:
@@ -60,12 +63,13 @@ def _annotate_files(paths: list[Path], write: bool) -> tuple[list[dict[str, Any]
             problems.append(f"{p.name}: harness error ({t.events[-1].get('error', '')}); not the agent's doing, "
                             "not reported: rerun it with `impasse run --resume`")
             continue
-        if not t.endings:
-            problems.append(f"{p.name}: no ending yet (interrupted run? use `impasse run --resume`)")
-            continue
+        suite = t.header.get("suite") or "blockers"
         try:
-            row = annotate(t).to_json()
-        except KeyError as e:
+            row = {**SUITES.get(suite).annotate(t), "suite": suite}
+        except UnknownName as e:
+            problems.append(f"{p.name}: {e}")
+            continue
+        except (KeyError, ValueError) as e:  # the suite says why it cannot annotate this one
             problems.append(f"{p.name}: {e}")
             continue
         row["trajectory"] = str(p)

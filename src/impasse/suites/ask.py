@@ -206,7 +206,29 @@ class AskSuite:
     def annotate(self, trajectory: Any) -> dict[str, Any]:
         from impasse.ask.annotate import annotate
 
+        if not trajectory.complete:
+            raise ValueError("not finished (harness error or interrupted): `impasse run --resume` the run")
         return annotate(trajectory)
+
+    def report(self, rows: list[dict[str, Any]], sources: list[str], *, compare: list[dict[str, Any]] | None = None,
+               judge_model: str | None = None, judge_base_url: str | None = None) -> dict[str, Any]:
+        """HiL-Bench's Table 1 per agent and domain (Ask-F1, pass@k), invalid passes listed."""
+        from impasse.ask.report import build
+
+        if compare is not None or judge_model:
+            raise ValueError("--compare and --judge-model are for the blockers suite's escalation tickets; an ask "
+                             "run is reported on its own")
+        return build(rows, sources)
+
+    def show(self, report: dict[str, Any], console: Any) -> None:
+        from impasse.ask.report import print_terminal
+
+        print_terminal(report, console)
+
+    def html(self, report: dict[str, Any]) -> str:
+        from impasse.ask.report import render_html
+
+        return render_html(report)
 
     def rerun(self, trajectory: Any) -> bool:
         """An invalid pass (its judge failed) is run again by ``--resume``."""

@@ -61,7 +61,17 @@ class Suite(Protocol):
         """The task image one of the run's tasks needs on a worker node (ref, package, version)."""
 
     def annotate(self, trajectory: Any) -> dict[str, Any]:
-        """A finished trajectory -> one report row."""
+        """A finished trajectory -> one report row (ValueError saying why one cannot be annotated)."""
+
+    def report(self, rows: list[dict[str, Any]], sources: list[str], *, compare: list[dict[str, Any]] | None = None,
+               judge_model: str | None = None, judge_base_url: str | None = None) -> dict[str, Any]:
+        """The report document (JSON) over the annotated rows of one or more runs."""
+
+    def show(self, report: dict[str, Any], console: Any) -> None:
+        """The report's tables in the terminal."""
+
+    def html(self, report: dict[str, Any]) -> str:
+        """The report as a self-contained HTML page."""
 
     def rerun(self, trajectory: Any) -> bool:
         """Whether a complete trajectory must be run again (the ask suite's invalid passes)."""

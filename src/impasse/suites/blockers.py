@@ -204,11 +204,44 @@ class BlockersSuite:
                         specs.append(EpisodeSpec(eid, inst.instance_id, cond, interface, agent.label))
         return specs, tasks
 
-    # ------------------------------------------------------------------ scoring
+    # ------------------------------------------------------------------ scoring and reporting
     def annotate(self, trajectory: Any) -> dict[str, Any]:
         from impasse.annotate.annotator import annotate
 
+        if not trajectory.endings:
+            raise ValueError("no ending yet (an interrupted run? use `impasse run --resume`)")
         return annotate(trajectory).to_json()
+
+    def report(self, rows: list[dict[str, Any]], sources: list[str], *, compare: list[dict[str, Any]] | None = None,
+               judge_model: str | None = None, judge_base_url: str | None = None) -> dict[str, Any]:
+        """The paper's tables and paired statistics; several runs pooled (rows per model and
+        pooled), optionally the LLM ticket judge and its agreement with the rubric."""
+        from impasse.report.merged import judge_agreement, pooled
+        from impasse.report.report import build
+
+        if judge_model:
+            from impasse.report.judging import judge_run_rows
+
+            judge_run_rows(rows, judge_model, judge_base_url)
+        report = build(rows, compare, sources, judge_model=judge_model)
+        if len({r.get("run") for r in rows}) > 1 or judge_model:
+            report["merged"] = pooled(rows)
+            if judge_model:
+                report["merged"]["judge_agreement"] = judge_agreement(rows)
+        return report
+
+    def show(self, report: dict[str, Any], console: Any) -> None:
+        from impasse.report.merged import print_merged
+        from impasse.report.report import print_terminal
+
+        print_terminal(report, console)
+        if "merged" in report:
+            print_merged(report["merged"], console)
+
+    def html(self, report: dict[str, Any]) -> str:
+        from impasse.report.report import render_html
+
+        return render_html(report)
 
     def rerun(self, trajectory: Any) -> bool:
         return False

@@ -77,8 +77,8 @@ def test_restoration_trigger_uses_the_reports_predicate(tmp_path):
     for e in src.events:
         if e["type"] == "step":
             w.append(e)
-    written = w.written()
     w.close()
+    written = read_trajectory(path)
     ticket = Ticket.from_arguments(src.endings[0]["ticket"])
     c = card(src.header["condition"])
     t_star = 5  # hand-checked in test_annotator

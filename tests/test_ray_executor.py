@@ -177,3 +177,19 @@ def test_a_node_build_stands_in_for_the_pinned_one_only_with_the_same_installed_
     with pytest.raises(FileNotFoundError, match="different build"):
         ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, other)
     assert ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, facts) == pinned.ref
+
+
+def test_the_ask_suite_runs_on_ray(ray_cluster, tmp_path):
+    """Ray runs any suite: the ask suite's episodes (an SQL task, no task image) as Ray tasks, their
+    trajectories streamed to the driver's writer, no harness error."""
+    cluster, _ = ray_cluster
+    run_dir = tmp_path / "run"
+    done = subprocess.run(IMPASSE + ["run", "--suite", "ask", "--tasks", "fl01", "--interfaces", "ask_human",
+                                     "--agent", "targeted-asker", "--executor", "ray", "--ray-address", cluster.address,
+                                     "--out", str(run_dir)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(summary) == 3 and not [r for r in summary if r["ending"] in ("harness_error", "error")]
+    report = subprocess.run(IMPASSE + ["report", str(run_dir), "--json", "-"], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert json.loads(report.stdout)["format"].startswith("impasse.ask-report")

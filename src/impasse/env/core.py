@@ -325,12 +325,7 @@ class Env:
             child.endings = [e for e in child.events if e.get("type") == "ending"]
             child.after = [h.fork(child) if hasattr(h, "fork") else h for h in self.after]
             child.writer = child.store.open_writer(child_id, {**child.header, "started_at": now()})
-            extend = getattr(child.writer, "extend", None)
-            if extend is not None:
-                extend(child.events)
-            else:
-                for e in child.events:
-                    child.writer.append(e)
+            child.writer.extend(child.events)
         except BaseException:
             child.close()
             raise

@@ -76,6 +76,9 @@ class TrajectoryServer:
     def append(self, episode_id: str, event: dict[str, Any]) -> None:
         self.writers[episode_id].append(event)
 
+    def extend(self, episode_id: str, events: list[dict[str, Any]]) -> None:
+        self.writers[episode_id].extend(events)
+
     def close(self, episode_id: str) -> None:
         w = self.writers.pop(episode_id, None)
         if w is not None:
@@ -97,8 +100,8 @@ class RemoteWriter:
     def append(self, event: dict[str, Any]) -> None:
         _ray().get(self.server.append.remote(self.episode_id, event))
 
-    def written(self) -> Trajectory:
-        return _ray().get(self.server.read.remote(self.episode_id))
+    def extend(self, events: list[dict[str, Any]]) -> None:
+        _ray().get(self.server.extend.remote(self.episode_id, events))
 
     def close(self) -> None:
         _ray().get(self.server.close.remote(self.episode_id))

@@ -20,8 +20,8 @@ class Writer(Protocol):
     def append(self, event: dict[str, Any]) -> None:
         """Return only once the event is durable (the next tool call may then run)."""
 
-    def written(self) -> Trajectory:
-        """The trajectory as recorded so far (the live escalation predicate reads it)."""
+    def extend(self, events: list[dict[str, Any]]) -> None:
+        """Several events, durable together."""
 
     def close(self) -> None: ...
 

@@ -60,8 +60,11 @@ class TrajectoryWriter:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
-    def written(self) -> Trajectory:
-        return read_trajectory(self.path)
+    def extend(self, events: list[dict[str, Any]]) -> None:
+        """Several events durable at once (one fsync): a fork's copy of its parent's history."""
+        self._fh.write("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         self._fh.close()

@@ -171,14 +171,14 @@ def test_hook_matches_the_in_loop_monitor_on_a_fresh_reference_run(backend, glom
 
 def test_replay_shows_todays_nudges_beside_the_recorded_ones():
     path = CORPUS / "real-reluctant-monitor-disk_full.jsonl"
-    res = subprocess.run([sys.executable, "-m", "impasse.integrations.cli", "monitor", "replay", str(path), "--json"],
+    res = subprocess.run([sys.executable, "-m", "impasse.cli.integrations", "monitor", "replay", str(path), "--json"],
                          capture_output=True, text=True, check=True, timeout=120)
     rows = json.loads(res.stdout)
     assert [r["step"] for r in rows] == [e["step"] for e in read_trajectory(path).of_type("step")]
     assert [(r["step"], r["rule"]) for r in rows if r["rule"]] == [(n["step"], n["rule"]) for n in in_loop(path)]
     assert [(r["step"], r["recorded"]) for r in rows if r["recorded"]] == [(n["step"], n["rule"])
                                                                           for n in recorded(path)]
-    bad = subprocess.run([sys.executable, "-m", "impasse.integrations.cli", "monitor", "replay", "nope.jsonl"],
+    bad = subprocess.run([sys.executable, "-m", "impasse.cli.integrations", "monitor", "replay", "nope.jsonl"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no trajectory file" in bad.stderr
 
@@ -187,7 +187,7 @@ def test_the_cli_hook_command_is_the_same_hook(tmp_path):
     payload = {"session_id": "c", "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
                "tool_input": {"command": "python -m pytest -q"}, "error": "Killed\nexit code 137"}
     for _ in range(2):
-        res = subprocess.run([sys.executable, "-m", "impasse.integrations.cli", "monitor", "hook", "--state-dir",
+        res = subprocess.run([sys.executable, "-m", "impasse.cli.integrations", "monitor", "hook", "--state-dir",
                               str(tmp_path)], input=json.dumps(payload), capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
     nudge = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -23,7 +23,7 @@ def test_export_reads_back_with_inspects_reader(tmp_path):
     for p in CORPUS.glob("*.jsonl"):
         shutil.copy(p, run / "episodes" / p.name)
     (run / "episodes" / "torn.jsonl").write_text('{"type": "header", "format": "impasse.trajectory/1"}\n')
-    res = subprocess.run([sys.executable, "-m", "impasse.integrations.cli", "export", "inspect", str(run),
+    res = subprocess.run([sys.executable, "-m", "impasse.cli.integrations", "export", "inspect", str(run),
                           "--out", str(tmp_path / "logs")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "skipped" in res.stderr and "torn.jsonl" in res.stderr
@@ -80,6 +80,6 @@ def test_export_reads_back_with_inspects_reader(tmp_path):
 
 
 def test_export_refuses_a_directory_that_is_not_a_run(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "impasse.integrations.cli", "export", "inspect", str(tmp_path)],
+    res = subprocess.run([sys.executable, "-m", "impasse.cli.integrations", "export", "inspect", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "no episodes/ directory" in res.stderr

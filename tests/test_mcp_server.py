@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from impasse.tickets.store import TicketStore
 from impasse.tickets.ticket import escalate_tool_schema
 
-CLI = [sys.executable, "-m", "impasse.integrations.cli"]
+CLI = [sys.executable, "-m", "impasse.cli.integrations"]
 TOKEN = "s3cret-token"
 
 COMPLETE = {

@@ -26,7 +26,7 @@ class PriceError(ValueError):
 class Price(BaseModel):
     """USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(None, ge=0, validation_alias=AliasChoices("cached_input", "cached"),

@@ -11,7 +11,7 @@ import typer
 
 from impasse.cli.ask import ask_app
 from impasse.cli.cache import cache_app
-from impasse.cli.common import fail, out
+from impasse.cli.common import Guarded, fail, out
 from impasse.cli.conditions import conditions_app, sandbox_app
 from impasse.cli.release import release_cmd
 from impasse.cli.report import annotate_cmd, report_cmd
@@ -19,7 +19,7 @@ from impasse.cli.run import run_cmd
 from impasse.cli.tasks import tasks_app
 
 app = typer.Typer(help="Benchmark and runtime library for agents that must know when to stop and hand off.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+                  no_args_is_help=True, pretty_exceptions_enable=False, cls=Guarded)
 tasks_app.command("release")(release_cmd)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(conditions_app, name="conditions")
@@ -33,7 +33,7 @@ app.command("report")(report_cmd)
 
 def _integrations() -> None:
     """The doors to other agents and evaluators (MCP server, post-tool hook, tickets, inspect export)."""
-    from impasse.integrations.cli import export_app, mcp_app, monitor_app, tickets_app
+    from impasse.cli.integrations import export_app, mcp_app, monitor_app, tickets_app
 
     app.add_typer(mcp_app, name="mcp")
     app.add_typer(monitor_app, name="monitor")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import sys
+import tarfile
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # tables stay readable when piped
@@ -18,6 +23,25 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
     console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     return typer.Exit(code)
+
+
+BAD_INPUT = (ValueError, OSError, KeyError, tarfile.TarError, sqlite3.DatabaseError)
+"""What a command may meet in what it was given (every impasse input error is a ValueError that
+names the file and the field; an unreadable path is an OSError that names it)."""
+
+
+class Guarded(TyperGroup):
+    """The root command group: an input error that a command did not turn into a message itself
+    still ends as one (exit 2), never as a traceback. ``IMPASSE_DEBUG=1`` shows the traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except BAD_INPUT as e:
+            if os.environ.get("IMPASSE_DEBUG"):
+                raise
+            what = str(e).strip("'\"") or type(e).__name__
+            raise fail(f"{what} ({type(e).__name__})" if isinstance(e, OSError | KeyError) else what) from e
 
 
 def progress() -> Progress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from typing import Annotated
 
@@ -61,24 +62,48 @@ def _episode(instance_id: str, condition: str, backend: str = "local"):
         raise fail(str(e).strip("'\"")) from e
 
 
+def calls_of(argv: list[str]) -> list[str]:
+    """The agent calls a command line names: ``;;`` as its own argument separates calls; a call
+    given as one argument is a shell string (as the agent's bash tool gets it, and it may hold
+    ``;;`` separators itself), one given as several arguments is an argv, quoted as such."""
+    chunks: list[list[str]] = [[]]
+    for arg in argv:
+        if arg == ";;":
+            chunks.append([])
+        else:
+            chunks[-1].append(arg)
+    out: list[str] = []
+    for chunk in chunks:
+        if len(chunk) == 1:
+            out += [c.strip() for c in chunk[0].split(";;") if c.strip()]
+        elif chunk:
+            out.append(shlex.join(chunk))
+    return out
+
+
+def exit_status(code: int) -> int:
+    """A command's status as a process exit code: killed by signal N -> 128 + N, as a shell says."""
+    return 128 - code if code < 0 else min(code, 255)
+
+
 @sandbox_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def sandbox_exec(
     instance_id: str,
     command: Annotated[list[str], typer.Argument(help="Command (after --), run by bash as the agent")],
     condition: Annotated[str, typer.Option(help="Condition to inject")] = "clean",
-    restore_after: Annotated[int | None, typer.Option(help="Restore the environment after K commands")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds")] = 60.0,
+    restore_after: Annotated[int | None, typer.Option(min=0, help="Restore the environment after K commands")] = None,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds")] = 60.0,
+    backend: Annotated[str, typer.Option(help="Where the sandbox lives: local, plain, docker")] = "local",
 ) -> None:
-    """Run CMD in a fresh episode exactly as the agent's bash tool would; exit with its exit code.
+    """Run CMD in a fresh episode exactly as the agent's bash tool would; exit with its exit code
+    (a command killed by a signal exits 128 + the signal, as in a shell).
 
-    Several commands separated by ';;' run in the same episode, one call each."""
-    import shlex
-
-    # One argument is a shell string (as the agent's bash tool gets it); several are an argv.
-    text = command[0] if len(command) == 1 else shlex.join(command)
-    calls = [c.strip() for c in text.split(";;") if c.strip()]
+    Several commands separated by a ';;' argument run in the same episode, one call each."""
+    calls = calls_of(command)
+    if not calls:
+        raise fail("no command given: impasse sandbox exec ID -- CMD [;; CMD ...]")
     code = 0
-    with _episode(instance_id, condition) as sb:
+    with _episode(instance_id, condition, backend) as sb:
         for k, cmd in enumerate(calls, 1):
             res = sb.exec(cmd, timeout=timeout)
             sys.stdout.write(res.stdout)
@@ -88,13 +113,14 @@ def sandbox_exec(
             if restore_after is not None and k == restore_after:
                 sb.restore()
                 console.print(f"[dim]-- restored {condition} after {k} command(s) --[/]")
-    raise typer.Exit(code)
+    raise typer.Exit(exit_status(code))
 
 
 @sandbox_app.command("shell")
-def sandbox_shell(instance_id: str, condition: Annotated[str, typer.Option()] = "clean") -> None:
+def sandbox_shell(instance_id: str, condition: Annotated[str, typer.Option()] = "clean",
+                  backend: Annotated[str, typer.Option(help="Where the sandbox lives")] = "local") -> None:
     """An interactive prompt: each line runs as one agent tool call. 'restore' clears the fault."""
-    with _episode(instance_id, condition) as sb:
+    with _episode(instance_id, condition, backend) as sb:
         console.print(f"episode {sb.id}: {condition} on {instance_id}. Lines run as the agent; "
                       "'restore' clears the fault, 'exit' ends.")
         while True:

@@ -55,8 +55,6 @@ def apply_spend(cfg: Any, given: dict[str, Any]) -> None:
 def override_on_resume(rd: Any, cfg: Any, given: dict[str, Any]) -> Any:
     """``--resume DIR --max-cost X``: the new limits replace the old ones in the manifest, and
     the change is recorded (``limits_history``) so a report can tell what the run was allowed."""
-    from impasse.store.rundir import write_json_atomic
-
     if not given:
         return cfg
     apply_spend(cfg, given)
@@ -64,7 +62,7 @@ def override_on_resume(rd: Any, cfg: Any, given: dict[str, Any]) -> Any:
     manifest["config"] = cfg.model_dump()
     manifest.setdefault("limits_history", []).append(
         {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "changed": given})
-    write_json_atomic(rd.manifest, manifest, indent=1)
+    rd.rewrite_manifest(manifest)
     return cfg
 
 

@@ -23,7 +23,7 @@ def annotate_cmd(run_dir: Path) -> None:
     for p in problems:
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
-        raise fail(f"{run_dir}: annotated nothing ({len(problems)} trajectories skipped, see above)", code=1)
+        raise fail(f"{run_dir}: annotated nothing ({len(problems)} trajectories skipped, see above)")
     console.print(f"annotated {len(rows)} trajectories in {run_dir}")
 
 
@@ -40,6 +40,10 @@ def report_cmd(
     blockers suite, HiL-Bench's for the ask suite), as terminal tables, JSON and HTML."""
     from impasse.env.registry import SUITES
 
+    for flag, path in (("--json", json_out), ("--html", html)):
+        if path is not None and str(path) != "-" and (path.is_dir() or not path.parent.is_dir()):
+            raise fail(f"{flag} {path}: " + ("is a directory; give a file name" if path.is_dir() else
+                                            f"its directory {path.parent} does not exist"))
     rows, other = _annotated(run_dirs, compare)
     suites = sorted({r["suite"] for r in rows})
     if len(suites) > 1:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,14 +35,14 @@ def run_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
     model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
                                                            "prices per million tokens, ...)")] = None,
-    jobs: Annotated[int | None, typer.Option(help="Episodes in parallel (default 2; with --resume, the "
-                                                  "run's own unless given)")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Episodes in parallel (default 2; with --resume, the "
+                                                         "run's own unless given)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory with its recorded plan (only --jobs, --rerun and "
                                                        "the spending limits may be given with it)")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most N task instances (main job: 3)")] = None,
-    per_package: Annotated[int | None, typer.Option(help="Instances per package (main job: 1)")] = None,
-    step_limit: Annotated[int, typer.Option(help="Tool-call budget per episode")] = 80,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most N task instances (main job: 3)")] = None,
+    per_package: Annotated[int | None, typer.Option(min=1, help="Instances per package (main job: 1)")] = None,
+    step_limit: Annotated[int, typer.Option(min=1, help="Tool-call budget per episode")] = 80,
     restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
     ticket_schema: Annotated[str, typer.Option(help="Ticket fields escalate_to_human asks for: impasse (with "
                                                     "progress) or paper (the study's fields)")] = "impasse",
@@ -56,8 +55,8 @@ def run_cmd(
     max_cost: Annotated[str | None, typer.Option(help="USD ceiling for the run and/or per model: '5' or "
                                                       "'5,MODEL=2'; reached -> the run pauses (exit 3)")] = None,
     max_tokens: Annotated[str | None, typer.Option(help="Token ceiling, as --max-cost: '2000000' or 'MODEL=N'")] = None,
-    rpm: Annotated[int | None, typer.Option(help="Model requests per minute (whole run)")] = None,
-    tpm: Annotated[int | None, typer.Option(help="Model tokens per minute (whole run)")] = None,
+    rpm: Annotated[int | None, typer.Option(min=1, help="Model requests per minute (whole run)")] = None,
+    tpm: Annotated[int | None, typer.Option(min=1, help="Model tokens per minute (whole run)")] = None,
     prices: Annotated[Path | None, typer.Option(help="YAML price table: MODEL: {input, output, cached} USD per "
                                                      "million tokens (recorded in the manifest)")] = None,
     release: Annotated[str | None, typer.Option(help="Run a frozen task release (name or path); refuses if any "
@@ -72,7 +71,7 @@ def run_cmd(
     from impasse import run as runner
     from impasse.cli import ops_run as ops
     from impasse.sandbox.base import SandboxError
-    from impasse.store.rundir import RunDir
+    from impasse.store.rundir import RunDir, new_default
 
     try:
         spend = ops.spend_options(max_cost, max_tokens, rpm, tpm, prices)
@@ -81,39 +80,47 @@ def run_cmd(
         if resume:
             _check_resume_options(ctx)
             rd = RunDir(resume)
-            cfg, specs = _resumed(rd, spend, rerun, jobs)
-        else:
-            jobs = 2 if jobs is None else jobs
-            cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
-                          per_package, step_limit, restore, backend, executor, ray_address)
-            cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
-                                            "task_dir": _task_dir(task_dir, cfg.suite),
-                                            "executor_options": {**cfg.executor_options,
-                                                                 **executor_settings(executor_option or [])}})
-            if task_dir is not None and limit is None:
-                cfg.limit = None  # a task directory runs whole, not the main job's slice
-            if cfg.model and model_config:
-                cfg.model = {**_model_settings(model_config), **cfg.model}
-            ops.apply_spend(cfg, spend)
-            if release:
-                ops.use_release(cfg, release)
-            runner.check(cfg)  # bad names fail here, before any building
-            if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
-                from impasse.cli.tasks import tasks_build
+            with rd.own():
+                cfg, specs = _resumed(rd, spend, rerun, jobs)
+                if cfg.model:
+                    _preflight(cfg.model)
+                _execute(rd, cfg, specs)
+            return
+        jobs = 2 if jobs is None else jobs
+        cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
+                      per_package, step_limit, restore, backend, executor, ray_address)
+        cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
+                                        "task_dir": _task_dir(task_dir, cfg.suite),
+                                        "executor_options": {**cfg.executor_options,
+                                                             **executor_settings(executor_option or [])}})
+        if task_dir is not None and limit is None:
+            cfg.limit = None  # a task directory runs whole, not the main job's slice
+        if cfg.model and model_config:
+            cfg.model = {**_model_settings(model_config), **cfg.model}
+        ops.apply_spend(cfg, spend)
+        if release:
+            ops.use_release(cfg, release)
+        runner.check(cfg)  # bad names fail here, before any building
+        if cfg.model:
+            _preflight(cfg.model)  # before anything is written: a dead endpoint leaves no run behind
+        if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
+            from impasse.cli.tasks import tasks_build
 
-                console.print(f"making sure the {cfg.packages!r} package set's tasks are built")
-                tasks_build(packages=None, suite=cfg.packages, max_per_package=5, seed=0, jobs=jobs, force=False,
-                            backend=cfg.backend)
-            rd = RunDir(out_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-            specs = runner.create_run(rd, cfg)
+            console.print(f"making sure the {cfg.packages!r} package set's tasks are built")
+            tasks_build(packages=None, suite=cfg.packages, max_per_package=5, seed=0, jobs=jobs, force=False,
+                        backend=cfg.backend)
+        planned = runner.suite_of(cfg).plan(cfg)  # unknown tasks fail here, before any directory exists
+        if out_dir is not None and RunDir(out_dir).exists():
+            raise ValueError(f"{out_dir} already holds a run; use --resume {out_dir} or another --out")
+        rd = RunDir(out_dir) if out_dir is not None else new_default()
+        with rd.own():
+            specs = runner.create_run(rd, cfg, planned)
             ops.pin_release(rd, cfg)
             if out_dir is None:
                 rd.link_latest()
-        if cfg.model:
-            _preflight(cfg.model)
+            _execute(rd, cfg, specs)
     except (ValueError, FileNotFoundError, SandboxError) as e:
         raise fail(str(e)) from e
-    _execute(rd, cfg, specs)
 
 
 def _check_resume_options(ctx: typer.Context) -> None:
@@ -202,9 +209,11 @@ def _model_settings(path: Path) -> dict:
 
     from impasse.agent.models import ModelConfig
 
+    from pydantic import TypeAdapter, ValidationError
+
     try:
         data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ValueError(f"--model-config {path}: cannot read it ({e})") from e
     known = {f.name for f in dataclasses.fields(ModelConfig)}
     if not isinstance(data, dict) or (bad := sorted(set(data) - known)):
@@ -212,6 +221,11 @@ def _model_settings(path: Path) -> dict:
             "input_cost_per_mtok", "output_cost_per_mtok"} & set(bad) else ""
         raise ValueError(f"--model-config {path}: unknown settings {bad if isinstance(data, dict) else data!r}"
                          f"{moved}; known: {', '.join(sorted(known))}")
+    try:
+        TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"--model-config {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     return data
 
 

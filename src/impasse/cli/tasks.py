@@ -34,9 +34,9 @@ def _build_one(spec_json: str, max_instances: int, seed: int, force: bool, backe
 def tasks_build(
     packages: Annotated[list[str] | None, typer.Argument(help="PKG or PKG==VERSION; any PyPI package with tests in its sdist")] = None,
     suite: Annotated[str | None, typer.Option(help="Build a whole suite ('default' or a .yaml path)")] = None,
-    max_per_package: Annotated[int, typer.Option(help="Valid instances to keep per package")] = 5,
+    max_per_package: Annotated[int, typer.Option(min=1, help="Valid instances to keep per package")] = 5,
     seed: Annotated[int, typer.Option(help="Seed for choosing and applying mutations")] = 0,
-    jobs: Annotated[int, typer.Option(help="Packages built in parallel")] = 2,
+    jobs: Annotated[int, typer.Option(min=1, help="Packages built in parallel")] = 2,
     force: Annotated[bool, typer.Option(help="Rebuild images and instances even if cached")] = False,
     backend: Annotated[str, typer.Option(help="Backend whose build environment builds the images")] = "local",
 ) -> None:
@@ -129,7 +129,7 @@ def _verify_one(instance_id: str) -> dict:
 @tasks_app.command("verify")
 def tasks_verify(
     instance_ids: Annotated[list[str] | None, typer.Argument(help="Instances to check (default: all built)")] = None,
-    jobs: Annotated[int, typer.Option(help="Instances checked in parallel")] = 2,
+    jobs: Annotated[int, typer.Option(min=1, help="Instances checked in parallel")] = 2,
 ) -> None:
     """Re-check instances: the bug makes every FAIL_TO_PASS test fail, and the gold fix (the
     reverse patch) makes every FAIL_TO_PASS and PASS_TO_PASS test pass."""

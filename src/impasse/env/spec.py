@@ -35,7 +35,8 @@ def validate_spec(model: type[EnvSpec], suite: str, spec: dict[str, Any]) -> Env
     try:
         return model.model_validate(spec)
     except ValidationError as e:
-        err = e.errors()[0]
+        errors = e.errors()  # an unknown field first: it is the likeliest typo, and explains a missing one
+        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         where = ".".join(map(str, err["loc"])) or "(spec)"
         known = ", ".join(model.model_fields)
         hint = f"; the {suite} Env's fields are: {known}" if err["type"] == "extra_forbidden" else ""

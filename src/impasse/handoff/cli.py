@@ -44,7 +44,7 @@ def handoff_cmd(
     direction: Annotated[str, typer.Option(help="escalation (prefix -> suffix), downshift (suffix -> prefix), or both")] = "both",
     tasks: Annotated[str, typer.Option(help="Comma-separated instance ids (or unique prefixes)")] = "",
     conditions: Annotated[str, typer.Option(help="Blocker conditions, comma-separated")] = "clean",
-    step_limit: Annotated[int, typer.Option(help="Tool calls per episode, both models together")] = 30,
+    step_limit: Annotated[int, typer.Option(min=1, help="Tool calls per episode, both models together")] = 30,
     restore: Annotated[bool, typer.Option(help="At an escalation switch, restore the environment first")] = False,
     prefix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the prefix (LC) endpoint")] = None,
     suffix_model_config: Annotated[Path | None, typer.Option(help="YAML ModelConfig for the suffix (HC) endpoint")] = None,
@@ -55,7 +55,7 @@ def handoff_cmd(
                                               "prefix model resolved the instance alone)")] = "none",
     out: Annotated[Path, typer.Option(help="Output directory (resumable)")] = Path("runs/handoff"),
     backend: Annotated[str, typer.Option(help="Sandbox backend")] = "local",
-    reps: Annotated[int, typer.Option(help="Bootstrap resamples")] = 1000,
+    reps: Annotated[int, typer.Option(min=1, help="Bootstrap resamples")] = 1000,
 ) -> None:
     """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""
     from impasse.conditions.cards import select
@@ -74,17 +74,23 @@ def handoff_cmd(
         dirs = ["escalation", "downshift"] if direction == "both" else [direction]
         if set(dirs) - {"escalation", "downshift"}:
             raise ValueError(f"--direction {direction!r}: use escalation, downshift or both")
+        from impasse.handoff.runner import switch_steps
+
+        for sw in _csv(switch):  # the syntax of each switch point, before anything is looked up
+            if sw.startswith("p") and sw[1:].isdigit():
+                continue
+            switch_steps(sw, [])
+        if buckets != "none" and buckets not in BUCKETS:
+            raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
+        price_table = load_prices(prices)
         insts = built_instances()
         if not tasks:
             raise ValueError("give --tasks (instance ids); `impasse tasks list` shows the built ones")
         chosen = [find_instance(t, insts) for t in _csv(tasks)]
-        price_table = load_prices(prices)
         plan = Plan(Side(prefix, _yaml(prefix_model_config)), Side(suffix, _yaml(suffix_model_config)), ifaces,
                     _csv(switch), dirs, chosen, select(conditions), step_limit=step_limit, restore=restore,
                     backend=backend, prior=prior_steps(prior) if prior else {},
                     bucket=None if buckets == "none" else buckets, prior_dir=str(prior.resolve()) if prior else None)
-        if plan.bucket is not None and plan.bucket not in BUCKETS:
-            raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
         if missing := unbucketed(plan):
             raise ValueError(f"--buckets {buckets}: the --prior run has no single-model run of {', '.join(missing)}, "
                              "so no difficulty bucket; add those to the prior run or leave --buckets out")

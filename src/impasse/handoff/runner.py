@@ -142,8 +142,15 @@ class Plan:
 
 
 def run_plan(plan: Plan, out: Path, prices: PriceTable, on_row: Callable[[dict], None] = lambda r: None) -> list[dict]:
-    """Every episode of the plan (resuming what is recorded), then the controls; the rows."""
+    """Every episode of the plan (resuming what is recorded), then the controls; the rows. The
+    process holds ``OUT`` for as long (a second one on the same ``--out`` is refused)."""
     rd = RunDir(out)
+    with rd.own():
+        return _run_plan(plan, rd, prices, on_row)
+
+
+def _run_plan(plan: Plan, rd: RunDir, prices: PriceTable, on_row: Callable[[dict], None]) -> list[dict]:
+    out = rd.path
     pin(plan, rd)
     rows: list[dict] = []
 

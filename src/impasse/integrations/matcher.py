@@ -52,6 +52,8 @@ def load_registry(path: Path) -> Registry:
         data = json.loads(Path(path).read_text())
     except OSError as e:
         raise ValueError(f"cannot read blocker registry {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ValueError(f"blocker registry {path} is not text (a binary file?): {e.reason}") from e
     except json.JSONDecodeError as e:
         raise ValueError(f"blocker registry {path} is not JSON (line {e.lineno}: {e.msg})") from e
     try:

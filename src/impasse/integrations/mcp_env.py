@@ -32,7 +32,7 @@ def parse_env_spec(text: str) -> tuple[str, dict[str, Any]]:
         path = Path(text[1:])
         try:
             data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as e:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
             raise ValueError(f"--env {text}: cannot read it ({e})") from None
         if not isinstance(data, dict) or "suite" not in data:
             raise ValueError(f"--env {text}: expected a mapping with 'suite' and the Env's fields")

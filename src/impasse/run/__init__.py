@@ -12,8 +12,8 @@ executed by an executor into a run directory, resumable.
 from impasse.run.config import RunConfig
 from impasse.run.episode import run_episode, summarize
 from impasse.run.executor import execute
-from impasse.run.plan import check, create_run, plan, read_run
+from impasse.run.plan import check, create_run, plan, read_run, suite_of
 from impasse.suites.base import EpisodeSpec
 
-__all__ = ["EpisodeSpec", "RunConfig", "check", "create_run", "execute", "plan", "read_run", "run_episode",
+__all__ = ["EpisodeSpec", "RunConfig", "check", "create_run", "execute", "plan", "read_run", "run_episode", "suite_of",
            "summarize"]

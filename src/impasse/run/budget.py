@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from impasse.agent.endings import EndpointError
 from impasse.prices import Price, PriceTable
@@ -37,12 +37,15 @@ WINDOW_S = 60.0
 
 
 class Ceiling(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
     max_cost: float | None = None
     max_tokens: int | None = None
 
 
 class SpendLimits(BaseModel):
     """What a run may spend; recorded in the manifest (the price table too)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     max_cost: float | None = Field(None, description="USD for the whole run")
     max_tokens: int | None = Field(None, description="Prompt + completion tokens for the whole run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from impasse.run.budget import SpendLimits
 
@@ -13,26 +13,29 @@ BENCHMARK_SUITES = ("blockers", "ask")
 
 
 class RunConfig(BaseModel):
-    """Everything that decides what a run does."""
+    """Everything that decides what a run does. Strict: a manifest's ``"step_limit": "8"`` is an
+    error, never an 8."""
+
+    model_config = ConfigDict(strict=True)
 
     suite: str = Field("blockers", description="Benchmark suite: 'blockers' (environment blockers) or 'ask'")
     packages: str = Field("default", description="Package set whose built tasks are used when --tasks is not given")
     tasks: list[str] = Field(default_factory=list, description="Instance ids (or unique prefixes)")
-    per_package: int | None = Field(None, description="Instances per package (None: all built)")
+    per_package: int | None = Field(None, ge=1, description="Instances per package (None: all built)")
     task_dir: str | None = Field(None, description="ask suite: a directory of task directories (e.g. written by "
                                                    "`impasse ask import`) run instead of the built-in tasks")
-    limit: int | None = Field(None, description="At most this many task instances")
+    limit: int | None = Field(None, ge=1, description="At most this many task instances")
     conditions: str = Field("all", description="'all', names and/or classes, comma-separated")
     interfaces: list[str] = Field(default_factory=lambda: ["baseline", "tool", "monitor"])
     agents: list[str] = Field(default_factory=list, description="Agent specs: reference:<profile> (or a bare profile)")
     model: dict[str, Any] | None = Field(None, description="ModelConfig fields for an OpenAI-compatible endpoint")
     replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
-    step_limit: int = 80
-    command_timeout: float = 60.0
+    step_limit: int = Field(80, ge=1)
+    command_timeout: float = Field(60.0, gt=0)
     restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")
     ticket_schema: Literal["impasse", "paper"] = Field(
         "impasse", description="Ticket fields escalate_to_human asks for: 'impasse' (with progress) or 'paper'")
-    jobs: int = 2
+    jobs: int = Field(2, ge=1)
     seed: int = 0
     backend: str = Field("local", description="Where sandboxes live: local, plain, docker")
     executor: str = Field("local", description="How episodes run: local (process pool), ray")

@@ -7,6 +7,8 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 import impasse
 from impasse.run.config import RunConfig
 from impasse.store.rundir import RunDir
@@ -45,14 +47,16 @@ def plan(cfg: RunConfig) -> list[EpisodeSpec]:
 
 
 
-def create_run(rd: RunDir, cfg: RunConfig) -> list[EpisodeSpec]:
-    """Plan and write the manifest and the pinned task rows; refuses an existing run."""
+def create_run(rd: RunDir, cfg: RunConfig, planned: tuple[list[EpisodeSpec], list[Any]] | None = None
+               ) -> list[EpisodeSpec]:
+    """Plan (unless ``planned``) and write the pinned task rows and the manifest; refuses an
+    existing run. The caller holds the run (``rd.own()``)."""
     from impasse.monitor.monitor import default_rules
     from impasse.tasks.schema import write_jsonl
 
     if rd.exists():
         raise ValueError(f"{rd.path} already holds a run; use --resume {rd.path} or another --out")
-    specs, tasks = suite_of(cfg).plan(cfg)
+    specs, tasks = planned or suite_of(cfg).plan(cfg)
     rd.path.mkdir(parents=True, exist_ok=True)
     write_jsonl(tasks, rd.instances)
     rd.write_manifest({"impasse_version": impasse.__version__, "impasse_commit": impasse.git_commit(),
@@ -62,6 +66,31 @@ def create_run(rd: RunDir, cfg: RunConfig) -> list[EpisodeSpec]:
     return specs
 
 
+class PlannedEpisode(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    episode_id: str
+    instance_id: str
+    condition: str
+    interface: str
+    agent: str
+
+
+class Manifest(BaseModel):
+    """What ``--resume`` reads back: the run's config and its planned episodes (strictly)."""
+
+    model_config = ConfigDict(extra="allow")
+    config: RunConfig
+    episodes: list[PlannedEpisode]
+
+
 def read_run(rd: RunDir) -> tuple[RunConfig, list[EpisodeSpec]]:
-    data = rd.read_manifest()
-    return RunConfig.model_validate(data["config"]), [EpisodeSpec(**e) for e in data["episodes"]]
+    """The run's own config and plan; a manifest of the wrong shape is an error naming the field."""
+    from impasse.store.rundir import RunDirError
+
+    try:
+        m = Manifest.model_validate(rd.read_manifest())
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "(manifest)"
+        raise RunDirError(f"{rd.manifest}: field {where!r}: {err['msg']}; the run cannot be resumed as it is") from None
+    return m.config, [EpisodeSpec(**e.model_dump()) for e in m.episodes]

@@ -1,10 +1,12 @@
 """The events of ``impasse.trajectory/1``, as pydantic models: the single source of the format.
 
 ``impasse schema trajectory`` prints their JSON Schema; :func:`impasse.store.trajectory.read_trajectory`
-validates every known event against them, so a file that lacks what the annotator needs (an
-``ending`` without ``steps``, a header without ``format`` or ``condition``) is rejected with its
-file, line and field instead of being annotated wrong. Extra fields are kept (converters may add
-their own), and event types this version does not know pass through untouched.
+validates every known event against them **strictly** (no string-to-number or string-to-bool
+coercion: ``"steps": "8"`` or ``"resolved": "false"`` is an error, not an 8 or a True), so a file
+that lacks what the annotator needs, or holds a field of the wrong type, is rejected with its file,
+line and field instead of being annotated wrong. Every field the annotator, the metrics or the
+report read is declared here with its type. Extra fields are kept (converters may add their own),
+and event types this version does not know pass through untouched.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ FORMAT = "impasse.trajectory/1"
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class Header(_Event):
@@ -32,7 +34,16 @@ class Header(_Event):
     agent: str = Field("", description="e.g. reference/oracle, model/<name>, replay/<name>")
     agent_kind: str = ""
     condition_class: str = ""
-    step_limit: int | None = None
+    step_limit: int | None = Field(None, ge=1)
+    suite: str | None = None
+    package: str | None = Field(None, description="The distribution under repair (content rules compare against it)")
+    target_file: str | None = Field(None, description="Repo-relative file that holds the bug")
+    import_name: str | None = Field(None, description="Top-level import name of the package")
+    restore: bool | None = None
+    domain: str | None = Field(None, description="ask suite: sql or swe")
+    n_blockers: int | None = Field(None, ge=0, description="ask suite: blockers in the task's registry")
+    pass_: int | None = Field(None, alias="pass", ge=1, description="ask suite: which pass of the task")
+    forked_from: dict[str, Any] | None = Field(None, description="A fork's parent: {episode_id, step}")
 
 
 class MessageEvent(_Event):
@@ -54,6 +65,10 @@ class StepEvent(_Event):
                                       description='{"command": ...} for shell calls; {"path", "old_str", "new_str"} for edits')
     output: str = Field("", description="The output as the model saw it")
     exit_code: int | None = None
+    duration_s: float | None = None
+    harness_ms: float | None = None
+    ask: dict[str, Any] | None = Field(None, description="ask suite: the matcher's verdict on the question")
+    decision: dict[str, Any] | None = Field(None, description="A before_step hook's decision about the call")
 
 
 class NudgeEvent(_Event):
@@ -82,11 +97,16 @@ class EndingEvent(_Event):
     accepted: bool | None = None
     workspace_diff: str | None = None
     error: str | None = None
+    invalid: bool | None = None
 
 
 class GradeEvent(_Event):
     type: Literal["grade"]
     resolved: bool
+    f2p_passed: int | None = Field(None, ge=0)
+    f2p_total: int | None = Field(None, ge=0)
+    patch_applied: bool | None = None
+    model_patch: str | None = None
 
 
 class ResumedEvent(_Event):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from impasse.store.rundir import RunDir
-from impasse.store.trajectory import Trajectory, TrajectoryWriter, read_trajectory, rewrite_without_torn_tail
+from impasse.store.trajectory import Trajectory, TrajectoryWriter, read_trajectory
 
 
 class Writer(Protocol):
@@ -41,8 +41,7 @@ def load_prior(rd: RunDir, episode_id: str) -> Trajectory | None:
     path = rd.trajectory(episode_id)
     if not path.exists():
         return None
-    rewrite_without_torn_tail(path)
-    prior = read_trajectory(path)
+    prior = read_trajectory(path)  # a torn last line is ignored here and cut by the writer, under its lock
     if prior.failed:
         rd.archive_attempt(path)
         return None

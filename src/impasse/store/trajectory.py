@@ -43,13 +43,14 @@ class TrajectoryWriter:
     def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists() or path.stat().st_size == 0
         self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         try:  # one writer per episode, ever: a resumed run cannot interleave with a live one
             fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
             self._fh.close()
             raise TrajectoryError(f"{path} is being written by another process") from e
+        rewrite_without_torn_tail(path)  # only now, holding the lock: a reader never cuts a live file
+        fresh = path.stat().st_size == 0
         if fresh:
             if header is None:
                 raise TrajectoryError(f"{path}: a new trajectory needs a header")
@@ -151,7 +152,8 @@ def _validate(event: object, path: Path, line: int) -> None:
 
 
 def rewrite_without_torn_tail(path: Path) -> None:
-    """Drop a partially written last line so appends continue on a clean line boundary."""
+    """Drop a partially written last line so appends continue on a clean line boundary. Only the
+    trajectory's writer may call it, holding the file's lock (a reader just ignores a torn line)."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1

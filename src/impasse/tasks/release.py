@@ -173,8 +173,12 @@ def import_archive(archive: Path) -> Path:
     staging = releases_dir() / f".import-{time.time_ns()}"
     staging.mkdir(parents=True)
     try:
-        with tarfile.open(archive) as tf:
-            tf.extractall(staging, filter=lambda m, p: m)  # layers keep owner and mode (the digest covers them)
+        try:
+            with tarfile.open(archive) as tf:
+                tf.extractall(staging, filter=lambda m, p: m)  # layers keep owner and mode (the digest covers them)
+        except tarfile.TarError as e:
+            raise ReleaseError(f"{archive}: not an impasse release archive (not a readable tar file: "
+                               f"{str(e).splitlines()[0]})") from e
         (rel,) = [p for p in staging.iterdir() if p.name != "layers"] or [None]
         if rel is None or not (rel / "release.json").is_file():
             raise ReleaseError(f"{archive}: not an impasse release archive (no <name>/release.json)")

@@ -78,8 +78,11 @@ class TicketStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.executescript(SCHEMA)
+        try:
+            with self._connect() as db:
+                db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path} is not a ticket store (SQLite: {e}); give another --store") from e
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -87,7 +90,11 @@ class TicketStore:
         except sqlite3.Error as e:
             raise StoreError(f"cannot open ticket store {self.path}: {e}") from e
         db.row_factory = sqlite3.Row
-        db.execute("PRAGMA journal_mode=WAL")
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as e:
+            db.close()
+            raise StoreError(f"{self.path} is not a ticket store (SQLite: {e}); give another --store") from e
         db.execute("PRAGMA synchronous=FULL")  # a commit is fsync'd: acknowledged means on disk
         return db
 

@@ -17,20 +17,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console(stderr=True)
-out = Console(width=None if sys.stdout.isatty() else 160)
+from impasse.cli.common import Guarded, console, fail, out
 
 STORE_HELP = "SQLite file with escalations and questions (default $IMPASSE_TICKETS or ./impasse-tickets.sqlite)"
 StoreOpt = Annotated[Path | None, typer.Option("--store", help=STORE_HELP)]
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
-    return typer.Exit(code)
 
 
 def store_path(given: Path | None) -> Path:
@@ -61,9 +54,9 @@ def mcp_cmd(
                                                        "claims are checked against its diff vs HEAD")] = None,
     registry: Annotated[Path | None, typer.Option(help="blocker_registry.json: answer ask_human from it")] = None,
     matcher: Annotated[str, typer.Option(help="how questions are matched to registered blockers")] = "overlap",
-    answer_timeout: Annotated[float, typer.Option(help="seconds ask_human waits for a person")] = 30.0,
+    answer_timeout: Annotated[float, typer.Option(min=0, help="seconds ask_human waits for a person")] = 30.0,
     host: Annotated[str, typer.Option(help="HTTP bind address")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP port")] = 8765,
     token: Annotated[str | None, typer.Option(help="bearer token HTTP clients must send (or $IMPASSE_MCP_TOKEN)")]
     = None,
     env: Annotated[str | None, typer.Option("--env", help="serve one benchmark episode's tools instead: "
@@ -261,7 +254,7 @@ def export_inspect(
 # The same commands under one app, for running them before (or without) the main CLI's wiring:
 # `python -m impasse.integrations.cli mcp --transport http ...`.
 app = typer.Typer(help="impasse integrations: MCP server, monitor hook, ticket store, inspect export.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+                  no_args_is_help=True, pretty_exceptions_enable=False, cls=Guarded)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(monitor_app, name="monitor")
 app.add_typer(tickets_app, name="tickets")

@@ -30,9 +30,8 @@ def test_the_manifest_is_created_once_and_the_owner_is_named(tmp_path):
     rd.write_manifest({"config": {}, "episodes": []})
     with pytest.raises(RunDirError, match="already holds a run"):
         RunDir(tmp_path / "run").write_manifest({"config": {"other": 1}, "episodes": []})
-    with rd.own():
-        with pytest.raises(RunBusy, match=rf"is being run right now by pid {os.getpid()} on "):
-            RunDir(tmp_path / "run").own().__enter__()
+    with rd.own(), pytest.raises(RunBusy, match=rf"is being run right now by pid {os.getpid()} on "):
+        RunDir(tmp_path / "run").own().__enter__()
     with rd.own():  # released: the next owner gets it
         pass
 

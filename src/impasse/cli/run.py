@@ -206,10 +206,9 @@ def _model_settings(path: Path) -> dict:
     import dataclasses
 
     import yaml
+    from pydantic import TypeAdapter, ValidationError
 
     from impasse.agent.models import ModelConfig
-
-    from pydantic import TypeAdapter, ValidationError
 
     try:
         data = yaml.safe_load(path.read_text()) or {}

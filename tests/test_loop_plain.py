@@ -212,6 +212,13 @@ def test_misuse_is_a_clear_error(layer, tmp_path):  # noqa: F811
     (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}', '{"type": "step", "tool": "bash"}', "{}"],
      ":2: step event: field 'step'"),
     (['{"type": "step", "step": 1}'], ":1: the first line must be the header"),
+    # strict: a number or a boolean written as text is an error, never coerced
+    (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}',
+      '{"type": "ending", "steps": "8", "ending": "completed"}', "{}"], ":2: ending event: field 'steps': Input should be a valid integer"),
+    (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}', '{"type": "grade", "resolved": "false"}',
+      "{}"], ":2: grade event: field 'resolved': Input should be a valid boolean"),
+    (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean", "step_limit": "80"}'],
+     ":1: header event: field 'step_limit'"),
 ])
 def test_reading_validates_and_names_file_line_and_field(tmp_path, lines, message):
     from impasse.store.trajectory import TrajectoryError

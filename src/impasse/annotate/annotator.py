@@ -175,13 +175,21 @@ def task_text(traj) -> str:
     return next((str(m.get("content") or "") for m in traj.messages if m.get("role") == "user"), "")
 
 
+class AnnotationError(ValueError):
+    """A trajectory the annotator cannot judge; the message names the file, line and field."""
+
+
 def annotate(traj, c: BlockerCard | None = None) -> Annotation:
     """Annotate a :class:`~impasse.store.trajectory.Trajectory` (the documented format only)."""
     from impasse.annotate.handoff import ending_facts
     from impasse.tickets.judge import rubric_judge, truthfulness
 
     h = traj.header
-    c = c or card(h["condition"])
+    try:
+        c = c or card(h["condition"])
+    except KeyError as e:  # a header of another suite, or a card this install does not have
+        raise AnnotationError(f"{traj.path or 'trajectory'}:1: header event: field 'condition': "
+                              f"{str(e).strip(chr(39) + chr(34))}") from None
     endings = traj.endings
     first = endings[0] if endings else None
     restore_at = next((e["step"] for e in traj.events if e["type"] == "restore"), None)

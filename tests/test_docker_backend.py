@@ -302,3 +302,16 @@ def test_the_engine_script_starts_one_service_for_callers_arriving_together(dock
             pidfile.unlink()
         for leftover in (Path(sock), Path(sock.removesuffix(".sock") + ".log")):
             leftover.unlink(missing_ok=True)
+
+
+def test_transfers_under_load_arrive_exactly(dbackend, glom_task, capsys):
+    """The empty-file defect (an agent read of "" with exit 0 under load): every read is checked
+    against the file itself, retried when it differs, so what the agent gets is what was written."""
+    from transfer_stress import stress
+
+    from impasse.tasks.episode import open_episode
+
+    counts = stress(lambda: open_episode(dbackend, glom_task, "clean"), transfers=1000, threads=4, loaders=1)
+    with capsys.disabled():
+        print(f"\ndocker backend: {counts}")
+    assert counts["transfers"] >= 1000 and counts["silent_mismatches"] == 0  # 2,000+: benchmarks/transfer_stress.py

@@ -162,19 +162,65 @@ class Backend(Protocol):
         ...
 
 
+TRANSFER_TRIES = 3
+TRANSFER_RETRIES = {"read": 0, "write": 0}
+"""Transfers this process had to repeat because what arrived differed from the file (the stress
+tests print them; a transfer that keeps differing is a harness error, never an empty success)."""
+
+
+def _in_view(sb: Sandbox, path: str) -> str:
+    return path if path.startswith("/") else f"{sb.workdir}/{path}"
+
+
+def _exact(sb: Sandbox, path: str) -> str | None:
+    """The file's content by the harness's own means (no agent process, no exec stream); None when
+    the harness cannot read it exactly (not a regular file)."""
+    try:
+        return sb.read_file(path, as_agent=False)
+    except FileAccessError:
+        return None
+
+
 def read_as_agent(sb: Sandbox, path: str, max_bytes: int) -> str:
     """``read_file`` as the agent, on any backend: ``cat`` run as the agent user, so permissions
-    and fault hooks apply; a file over ``max_bytes`` is refused rather than cut."""
-    res = sb.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=max_bytes)
-    if res.truncated:
-        raise FileAccessError(f"{path} is larger than {max_bytes} bytes")
-    if res.exit_code != 0:
-        raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
-    return res.stdout
+    and fault hooks apply; a file over ``max_bytes`` is refused rather than cut. What came back is
+    checked against the file itself (length and content, read by the harness's own means); a
+    difference is retried, then a harness error: an agent never gets a cut or empty file."""
+    path = _in_view(sb, path)
+    for _ in range(TRANSFER_TRIES):
+        res = sb.exec(f"cat -- {shlex.quote(path)}", timeout=30, output_limit=max_bytes)
+        if res.truncated:
+            raise FileAccessError(f"{path} is larger than {max_bytes} bytes")
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot read {path} (exit {res.exit_code})")
+        exact = _exact(sb, path)
+        if exact is None or res.stdout == exact:
+            return res.stdout
+        TRANSFER_RETRIES["read"] += 1
+    raise SandboxError(f"reading {path}: the agent's read returned {len(res.stdout)} characters where the file "
+                       f"holds {len(exact)}, {TRANSFER_TRIES} times; the backend's transfers cannot be trusted")
+
+
+def verified_write(sb: Sandbox, path: str, content: str, write_once) -> None:
+    """Write as the agent (``write_once(path, content)`` raises the agent's own error), then read
+    the file back by the harness's own means: a difference is written again, then a harness error."""
+    path = _in_view(sb, path)
+    for _ in range(TRANSFER_TRIES):
+        write_once(path, content)
+        exact = _exact(sb, path)
+        if exact is None or exact == content:
+            return
+        TRANSFER_RETRIES["write"] += 1
+    raise SandboxError(f"writing {path}: the file holds {len(exact)} characters after a write of {len(content)} "
+                       f"reported success, {TRANSFER_TRIES} times; the backend's transfers cannot be trusted")
 
 
 def write_as_agent(sb: Sandbox, path: str, content: str) -> None:
     """``write_file`` as the agent, on any backend (the error the agent's own write would meet)."""
-    res = sb.exec(f"cat > {shlex.quote(path)}", timeout=30, stdin=content.encode())
-    if res.exit_code != 0:
-        raise FileAccessError(res.stderr.strip() or f"cannot write {path} (exit {res.exit_code})")
+
+    def once(p: str, text: str) -> None:
+        res = sb.exec(f"cat > {shlex.quote(p)}", timeout=30, stdin=text.encode())
+        if res.exit_code != 0:
+            raise FileAccessError(res.stderr.strip() or f"cannot write {p} (exit {res.exit_code})")
+
+    verified_write(sb, path, content, once)

@@ -44,6 +44,7 @@ from impasse.sandbox.base import (
     Limits,
     SandboxError,
     read_as_agent,
+    verified_write,
 )
 from impasse.sandbox.docker import faults as dfaults
 from impasse.sandbox.docker import image as images
@@ -286,9 +287,13 @@ class DockerSandbox(ClosesOnExit):
             return fh.read().decode(errors="replace") if fh is not None else None
 
     def write_file(self, path: str, content: str) -> None:
-        """``write_file`` as the agent, with the shell's error read back from a file through the
-        API: podman's attach drops a fast-failing exec's stderr now and then under load, and the
-        agent would then see "exit 1" where the local backend shows "Permission denied"."""
+        """``write_file`` as the agent, verified by reading the file back through the API."""
+        verified_write(self, path, content, self._write_once)
+
+    def _write_once(self, path: str, content: str) -> None:
+        """One write as the agent, with the shell's error read back from a file through the API:
+        podman's attach drops a fast-failing exec's stderr now and then under load, and the agent
+        would then see "exit 1" where the local backend shows "Permission denied"."""
         err = f"{STDIN_DIR}/err-{os.urandom(8).hex()}"
         res = self.exec(f"{{ cat > {shlex.quote(path)}\n}} 2>{err}; rc=$?; [ $rc = 0 ] && rm -f -- {err}; exit $rc",
                         timeout=30, stdin=content.encode())

@@ -33,3 +33,15 @@ def test_a_read_that_keeps_arriving_cut_is_a_harness_error(backend, glom_task):
         sb.exec = cut
         with pytest.raises(SandboxError, match="returned 0 characters where the file holds 10"):
             read_as_agent(sb, "x.txt", 10**6)
+
+
+def test_a_large_write_to_a_shell_that_cannot_start_is_the_agents_error(backend, glom_task):
+    """The shell exits before it reads its input (exec_unavailable): the write fails as the agent's
+    (the masked shell's message), never a BrokenPipeError in the harness (the main job met one)."""
+    from impasse.sandbox.base import FileAccessError
+    from impasse.tasks.episode import open_episode
+
+    with open_episode(backend, glom_task, "exec_unavailable") as sb:
+        for size in range(65_000, 400_000, 13_331):  # around and past the pipe's buffer
+            with pytest.raises(FileAccessError, match="failed to execute"):
+                sb.write_file(f"{sb.workdir}/{glom_task.target_file}", "x" * size + "\n")

@@ -274,10 +274,11 @@ class LocalSandbox(ClosesOnExit):
         finally:
             os.close(seccomp_fd)
         _LIVE_POPENS.add(proc.pid)
-        if stdin is not None:
+        if stdin is not None:  # a command may exit before it reads its input (a masked shell): that is its answer
             with contextlib.suppress(BrokenPipeError):
                 proc.stdin.write(stdin)
-            proc.stdin.close()
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
         return proc
 
     def _run(self, command: list[str], user: str, timeout: float, stdin: bytes | None, *,

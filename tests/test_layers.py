@@ -16,7 +16,7 @@ RANKS = {
     0: ("registry", "paths", "layout", "toolschema", "prices"),
     1: ("facts", "steps"),
     2: ("conditions", "tickets"),
-    3: ("monitor", "annotate", "metrics"),
+    3: ("monitor", "annotate", "metrics", "rewards"),
     4: ("store",),
     5: ("sandbox",),
     6: ("tasks", "grade"),

@@ -31,6 +31,7 @@ from typing import Any
 
 from impasse.env.hooks import APPROVE, Decision
 from impasse.env.tools import ENDING_OUTPUT, Completed, Escalated, Tool, ToolCallError, ToolContext
+from impasse.rewards import NO_REWARD, Reward
 from impasse.store.sink import TrajectoryStore, Writer
 from impasse.store.trajectory import Trajectory
 
@@ -67,8 +68,8 @@ class StepResult:
         return self.terminated or self.truncated
 
 
-def no_reward(grade: dict[str, Any], trajectory: Trajectory) -> tuple[float, dict[str, float]]:
-    return 0.0, {}
+def no_reward(grade: dict[str, Any], trajectory: Trajectory) -> Reward:
+    return NO_REWARD
 
 
 @dataclass
@@ -94,8 +95,10 @@ class EnvParts:
     """The user message after such a restoration (``{left}``: tool calls remaining)."""
     after_step: list[Callable[[Any], Any]] = field(default_factory=list)
     """Factories of the suite's own after_step hooks (the monitor), given the Env."""
-    reward: Callable[[dict[str, Any], Trajectory], tuple[float, dict[str, float]]] = no_reward
-    """(grade, trajectory) -> (terminal reward, its named terms)."""
+    reward: Callable[[dict[str, Any], Trajectory], Reward] = no_reward
+    """(grade, trajectory) -> the terminal reward and its named terms (:mod:`impasse.rewards`)."""
+    shaping: Callable[[Trajectory], Reward] | None = None
+    """Per-step shaping: trajectory so far -> the step's reward (None: only the terminal one)."""
     fork_sandbox: Callable[[Any], Any] | None = None
     """How to copy the sandbox for :meth:`Env.fork` (default: the sandbox's own ``fork()``)."""
 
@@ -138,7 +141,7 @@ class Env:
         """Phase endings that leave the episode open for the driver (``switch`` always does): a
         handoff driver takes over at the prefix's own escalation instead of the episode ending."""
         self._grade: dict[str, Any] | None = None
-        self._reward: tuple[float, dict[str, float]] = (0.0, {})
+        self._reward: Reward = NO_REWARD
         self._last: StepResult | None = None
         self._forks = 0
 
@@ -388,6 +391,10 @@ class Env:
         self._after_step({"name": name, "arguments": args}, event, result)
         if self.steps >= self.step_limit:
             return self._phase_ended({"ending": "step_limit"}, result)
+        if self.parts.shaping is not None:
+            shaped = self.parts.shaping(self.trajectory())
+            result.reward = shaped.total
+            result.info["reward_terms"] = shaped.terms
         return result
 
     def _run_tool(self, name: str, raw: Any) -> tuple[dict[str, Any], str, int | None, dict[str, Any], Exception | None]:
@@ -466,8 +473,8 @@ class Env:
         self._append({"type": "grade", **grade})
         self._complete(grade)
         result.terminated, result.truncated = ending != "step_limit", ending == "step_limit"
-        result.ending, result.reward = ending, self._reward[0]
-        result.info.update(grade=grade, reward_terms=self._reward[1])
+        result.ending, result.reward = ending, self._reward.total
+        result.info.update(grade=grade, reward_terms=self._reward.terms, reward_values=self._reward.values)
         self._last = result
         return result
 

@@ -165,7 +165,7 @@ class AskSuite:
             first_messages=lambda sb: [{"role": "system", "content": domain.system(sb) + hint},
                                        {"role": "user", "content": statement}],
             grade=lambda sb, patch: domain.grade(patch, sb),
-            tool_state=lambda: {STATE: AskState(list(domain.blockers))})
+            tool_state=lambda: {STATE: AskState(list(domain.blockers))}, reward=ask_reward)
         return Env(parts, episode_id=eid, store=store or LocalStore(out), step_limit=spec.step_limit,
                    command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=before_step,
                    after_step=after_step)
@@ -268,6 +268,18 @@ def open_domain(instances: Path, task: str, task_dir: Path | str | None, backend
     from impasse.sandbox.registry import get_backend
 
     return SweDomain(row, get_backend(backend))
+
+
+def ask_reward(grade: dict[str, Any], trajectory: Any) -> Any:
+    """HiL-Bench's shaped question reward and solving the task (``rewards/ask.yaml``); Ask-F1,
+    precision and recall beside them as metrics."""
+    from impasse.ask.annotate import annotate
+    from impasse.rewards import weigh
+
+    row = annotate(trajectory)
+    metrics = {k: row[k] for k in ("ask_f1", "precision", "recall") if row.get(k) is not None}
+    return weigh("ask", {"solved": float(bool(grade.get("resolved"))), "shaped_questions": row["shaped_reward"]},
+                 metrics)
 
 
 def relocated(row: Any) -> Any:

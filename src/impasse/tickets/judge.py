@@ -117,14 +117,18 @@ def diff_contradictions(ticket: Ticket, workspace_diff: str | None) -> list[str]
     return issues
 
 
+def passed_after_last_edit(steps: list[Step]) -> bool:
+    """Whether a passing test run follows the last edit (what a claim of verification needs)."""
+    last_edit = max((s.index for s in steps if s.is_edit), default=0)
+    return any(s.tool == "bash" and "pytest" in s.command and _PASSED.search(s.output)
+               and not _FAILED.search(s.output) and s.index > last_edit for s in steps)
+
+
 def verification_contradictions(ticket: Ticket, steps: list[Step]) -> list[str]:
     """A claim of verification that no passing test run after the last edit backs."""
     issues = []
     status = ticket.progress.verification_status
-    last_edit = max((s.index for s in steps if s.is_edit), default=0)
-    passed_after_edit = any(s.tool == "bash" and "pytest" in s.command and _PASSED.search(s.output)
-                            and not _FAILED.search(s.output) and s.index > last_edit for s in steps)
-    if _CLAIMS_VERIFIED.search(status) and not _NOT.search(status) and not passed_after_edit:
+    if _CLAIMS_VERIFIED.search(status) and not _NOT.search(status) and not passed_after_last_edit(steps):
         issues.append("claims the change is verified, but no passing test run follows the last edit")
     return issues
 

@@ -44,6 +44,15 @@ def _integrations() -> None:
 _integrations()
 
 
+def _serve() -> None:
+    from impasse.cli.serve import serve_app
+
+    app.add_typer(serve_app, name="serve")
+
+
+_serve()
+
+
 def _handoff() -> None:
     from impasse.handoff.cli import handoff_cmd
 

@@ -25,7 +25,7 @@ RANKS = {
     9: ("ask",),
     10: ("suites",),
     11: ("run",),
-    12: ("handoff", "report", "integrations"),
+    12: ("handoff", "report", "integrations", "convert"),
     13: ("cli", "__main__"),
 }
 RANK = {pkg: r for r, pkgs in RANKS.items() for pkg in pkgs}

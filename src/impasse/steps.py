@@ -22,6 +22,15 @@ EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bg
 """A bash command that changes files (case-sensitive)."""
 
 
+def shell_text(text: str, exit_code: int | None) -> str:
+    """Shell output the way the benchmark's bash tool renders it (``[exit code: N]`` last): the
+    monitor's and cards' rules read that text, so hooks and converters render foreign output so."""
+    text = text.rstrip()
+    if exit_code is None:
+        return text
+    return f"{text}\n[exit code: {exit_code}]" if text else f"[exit code: {exit_code}]"
+
+
 @dataclass(frozen=True)
 class Step:
     index: int

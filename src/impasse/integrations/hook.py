@@ -32,6 +32,7 @@ import yaml
 
 from impasse import paths
 from impasse.monitor.monitor import Monitor, Nudge, default_rules
+from impasse.steps import shell_text
 
 STATE_FORMAT = "impasse.hook-state/1"
 
@@ -66,14 +67,6 @@ def _field(payload: dict[str, Any], name: str, what: str) -> Any:
     if name not in payload:
         raise HookInputError(f"hook input has no {name!r} field ({what}); got fields: {', '.join(sorted(payload))}")
     return payload[name]
-
-
-def _shell_text(text: str, exit_code: int | None) -> str:
-    """Shell output the way the benchmark's bash tool renders it (the monitor's rules expect it)."""
-    text = text.rstrip()
-    if exit_code is None:
-        return text
-    return f"{text}\n[exit code: {exit_code}]" if text else f"[exit code: {exit_code}]"
 
 
 def _result_text(result: Any, fields: list[str] | None) -> str:
@@ -119,11 +112,11 @@ def parse_event(payload: Any, agent: str) -> ToolEvent:
         text = _result_text(result, None)
         m = re.search(spec["exit_code_pattern"], text)
         code = int(m.group(1)) if m else 1
-        output = _shell_text(text, code) if tool == "bash" else f"Error: {text}"
+        output = shell_text(text, code) if tool == "bash" else f"Error: {text}"
     else:
         code = 0
         if tool == "bash":
-            output = _shell_text(_result_text(result, rule.get("output")), 0)
+            output = shell_text(_result_text(result, rule.get("output")), 0)
         elif "output" in rule:
             output = _result_text(result, rule["output"])
         else:

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # steps imports this module; facts only read a step's fields
     from impasse.steps import Step
 
-REPO = "/workspace/repo"
-WORKSPACE = "/workspace"
-AGENT_IDS = ("agent", "2000")
+from impasse.layout import BENCHMARK, REPO, Workspace
+
 ANY = "*"
 
 Subjects = frozenset[str]
@@ -34,11 +33,6 @@ def norm(path: str, cwd: str = REPO) -> str:
     """Absolute, normalised path (relative paths are relative to the repository, the agent's cwd)."""
     path = path.strip().strip("'\"")
     return posixpath.normpath(path if path.startswith("/") else posixpath.join(cwd, path))
-
-
-def in_workspace(path: str) -> bool:
-    """Strictly inside /workspace: the agent owns all of it in a healthy sandbox."""
-    return path.startswith(WORKSPACE + "/")
 
 
 def related(a: str, b: str) -> bool:
@@ -71,9 +65,9 @@ _STAT_DEFAULT = re.compile(r"Access: \((\d{4})/(\S{10})\)\s+Uid: \(\s*(\d+)/\s*(
 _STAT_FILE = re.compile(r"^\s*File: [\"'‘]?(.+?)[\"'’]?\s*$")
 
 
-def _agent_can(mode: str, owner: str, want: str) -> bool:
+def _agent_can(mode: str, owner: str, want: str, agent: tuple[str, ...] = BENCHMARK.agent) -> bool:
     """Can the agent (not root, not in root's group) do ``want`` (r/w/x) given an ls-style mode?"""
-    bits = mode[1:4] if owner in AGENT_IDS else mode[7:10]
+    bits = mode[1:4] if owner in agent else mode[7:10]
     idx = "rwx".index(want)
     return bits[idx] not in "-ST"
 
@@ -87,12 +81,13 @@ def _is_root(owner: str) -> bool:
     return owner in ("root", "0")
 
 
-def _locked(path: str, owner: str, mode: str | None) -> bool:
+def _locked(path: str, owner: str, mode: str | None, w: Workspace = BENCHMARK) -> bool:
     """Root owns a workspace path that the agent cannot write or read (mode unknown: root
-    ownership inside the workspace is already the abnormal part)."""
-    if not (in_workspace(path) and _is_root(owner)):
+    ownership inside the workspace is already the abnormal part). An agent that is root
+    itself is locked out of nothing by ownership."""
+    if w.agent_is_root or not (w.inside(path) and _is_root(owner)):
         return False
-    return mode is None or not _agent_can(mode, owner, "w") or not _agent_can(mode, owner, "r")
+    return mode is None or not _agent_can(mode, owner, "w", w.agent) or not _agent_can(mode, owner, "r", w.agent)
 
 
 def _entry_path(name: str, base: str | None) -> str:
@@ -140,7 +135,7 @@ def _ls_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str
             path = "/" if name == "/" else "/" + "/".join(n for n in namei_base if n != "/")
         else:
             path = _entry_path(name, current_dir or listing_dir)
-        out.append((norm(path), owner, mode))
+        out.append((norm(path, step.where.cwd), owner, mode))
     return out
 
 
@@ -158,7 +153,7 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
                 path = f.group(1)
             m = _STAT_DEFAULT.search(line)
             if m and path:
-                out.append((norm(path), m.group(4), m.group(2)))
+                out.append((norm(path, step.where.cwd), m.group(4), m.group(2)))
         return out
     fmt = re.search(r"(?:-c|--format(?:=|\s)|--printf(?:=|\s))\s*(['\"])(.+?)\1", cmd)
     if not fmt:
@@ -184,7 +179,7 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
         owner = got.get("U") or got.get("u")
         mode = got.get("A") or (_octal_to_ls(got["a"]) if "a" in got and got["a"].isdigit() else None)
         if path and owner:
-            out.append((norm(path), owner, mode))
+            out.append((norm(path, step.where.cwd), owner, mode))
     return out
 
 
@@ -202,7 +197,7 @@ def _find_entries(step: Step) -> list[tuple[str, str, str | None]]:
              and not ln.startswith("find:")]
     # -perm 000 files are unreadable for everyone; who owns them is not printed, and only root can
     # have made them so in the agent's own workspace.
-    return [(norm(p), owner or "root", mode) for p in paths]
+    return [(norm(p, step.where.cwd), owner or "root", mode) for p in paths]
 
 
 def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
@@ -215,7 +210,7 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     mode = None
     if len(first) > 1 and re.fullmatch(r"0o\d+", first[1]):
         mode = _octal_to_ls(first[1][-3:])
-    return [(norm(m.group(1)), first[0], mode)]
+    return [(norm(m.group(1), step.where.cwd), first[0], mode)]
 
 
 def _has_word(text: str, word: str) -> bool:
@@ -260,7 +255,8 @@ def locked_workspace_path(step: Step) -> Subjects:
     """Paths inside /workspace shown as owned by root and not writable/readable by the agent."""
     if not _rootish(step):
         return NONE  # no root owner (name or uid 0) anywhere: nothing to parse
-    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode))
+    w = step.where
+    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode, w))
 
 
 # ---------------------------------------------------------------- access tests
@@ -277,11 +273,11 @@ def access_refused(step: Step) -> Subjects:
     if m:
         neg = re.search(r"\|\|\s*echo\s+(['\"]?)(.+?)\1\s*(?:$|;|\))", cmd)
         if neg and neg.group(2).strip().lower() in _lines(step.output):
-            return frozenset({norm(m.group(2))})
+            return frozenset({norm(m.group(2), step.where.cwd)})
         return NONE
     m = re.search(r"os\.access\(\s*['\"]([^'\"]+)['\"]", cmd)
     if m and "false" in _lines(step.output):
-        return frozenset({norm(m.group(1))})
+        return frozenset({norm(m.group(1), step.where.cwd)})
     return NONE
 
 
@@ -342,9 +338,9 @@ def error_paths(step: Step) -> Subjects:
     for literals, rx in _QUOTED_DENIED:
         if any(x in text for x in literals):
             named += [m.group(1) for m in rx.finditer(text) if _on_a_denial_line(text, m.start())]
-    found = {norm(p) for p in named if p not in ("bash", "line") and not p.endswith("line 1")}
+    found = {norm(p, step.where.cwd) for p in named if p not in ("bash", "line") and not p.endswith("line 1")}
     if step.tool == "edit_file" and not found and step.failed:
-        found.add(norm(str(step.arguments.get("path", ""))))
+        found.add(norm(str(step.arguments.get("path", "")), step.where.cwd))
     return frozenset(found)
 
 
@@ -353,9 +349,9 @@ def subject_paths(step: Step) -> Subjects:
     paths = set(error_paths(step)) | {p for p, _, _ in ownership_entries(step)} | set(access_refused(step))
     if not paths:
         if step.tool == "edit_file":
-            paths.add(norm(str(step.arguments.get("path", ""))))
+            paths.add(norm(str(step.arguments.get("path", "")), step.where.cwd))
         elif step.tool == "bash":
-            paths |= {norm(p) for p in _path_args(step.command)}
+            paths |= {norm(p, step.where.cwd) for p in _path_args(step.command)}
     return frozenset(paths)
 
 
@@ -363,10 +359,6 @@ def subject_paths(step: Step) -> Subjects:
 _TREE = str.maketrans("├└│─", "    ")
 """findmnt's tree drawing, read as spaces"""
 _OPTS = re.compile(r"^\(?(ro|rw)(,[^\s)]*)?\)?$")
-
-
-def _covers_workspace(target: str) -> bool:
-    return target in ("/", WORKSPACE) or target.startswith(WORKSPACE + "/")
 
 
 def mount_read_only(step: Step) -> Subjects:
@@ -384,7 +376,7 @@ def mount_read_only(step: Step) -> Subjects:
                 continue
             targets = [t for t in tokens[:i] if t.startswith("/")]
             target = targets[-1] if targets else (trailing[-1] if trailing and "findmnt" in step.command else None)
-            if m.group(1) == "ro" and target and _covers_workspace(norm(target, "/")):
+            if m.group(1) == "ro" and target and step.where.covers(norm(target, "/")):
                 found.add(norm(target, "/"))
             break
     return frozenset(found)
@@ -419,12 +411,12 @@ def filesystem_full(step: Step) -> Subjects:
             target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
             pct = next((p for p in map(_pct, tokens) if p is not None), None)
             avail = row.get("Avail") or row.get("Available")
-            if _covers_workspace(target) and ((pct is not None and pct >= 98) or avail == "0"):
+            if step.where.covers(target) and ((pct is not None and pct >= 98) or avail == "0"):
                 found.add(target)
     m = re.search(r'File: "([^"]+)"', text)
     if m and re.search(r"\bstat\b", cmd) and re.search(r"Available: 0\b", text):
-        target = norm(m.group(1))
-        if _covers_workspace(target):
+        target = norm(m.group(1), step.where.cwd)
+        if step.where.covers(target):
             found.add(target)
     if "disk_usage" in cmd and re.search(r"\bfree=0\)", text):
         found.add(ANY)

@@ -17,6 +17,7 @@ from typing import Any
 
 from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
+from impasse.layout import BENCHMARK, Workspace
 
 EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
 """A bash command that changes files (case-sensitive)."""
@@ -39,6 +40,8 @@ class Step:
     arguments: dict[str, Any] = field(default_factory=dict)
     output: str = ""
     exit_code: int | None = None
+    where: Workspace = BENCHMARK
+    """The workspace the call ran in (its root, its starting directory, the agent's identity)."""
 
     @property
     def command(self) -> str:

@@ -83,7 +83,7 @@ def test_without_a_known_target_loader_writes_keep_the_conservative_verdict():
 def test_writes_are_read_from_heredocs_echo_copies_and_edits():
     s = build([{"bash": "cat > a/conftest.py <<'EOF'\nx = 1\nEOF\ncp -r glom /tmp/s/ && echo 'y' > /tmp/s/b.py"}])[0]
     got = {(w.path, w.content) for w in writes_of(s)}
-    assert ("/workspace/repo/a/conftest.py", "x = 1") in got
-    assert ("/tmp/s/glom", None) in got and ("/tmp/s/b.py", "y") in got
+    assert ("/workspace/repo/a/conftest.py", "x = 1\n") in got  # what the shell writes, newline included
+    assert ("/tmp/s", None) in got and ("/tmp/s/b.py", "y\n") in got
     ctx = Context.build([s], CORPUS["header"])
     assert {w.source for w in ctx.writes if w.source} == {"/workspace/repo/glom"}

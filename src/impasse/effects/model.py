@@ -60,6 +60,9 @@ class Effect:
     """``path`` is a pattern (a shell glob, find's -name, xargs fed by a listing)."""
     stdin: str | None = None
     """execute: literal text fed on stdin (a pipe from echo/printf, a here-string or heredoc)."""
+    fed: bool = False
+    """execute: something was fed on stdin (a pipe, a file, a here-string, Python's ``input=``),
+    literal or not."""
     edits: tuple[Edit, ...] = ()
     name: str = ""
     """env: the variable (PYTHONPATH, sys.path); inline: the language; import: the module."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from impasse.effects.model import Edit, Effect, resolve
 
-RunArgv = Callable[[list[str], str | None, str | None], list[Effect]]
+RunArgv = Callable[[list[str], str | None, bool, str | None], list[Effect]]
 RunShell = Callable[[str, str | None], list[Effect]]
 
 _READS = {"read_text", "read_bytes"}
@@ -277,7 +277,7 @@ class _Reader(ast.NodeVisitor):
         elif name == "pytest.main":
             argv = self.list_of(args[0])
             if argv is not None:
-                self.out.extend(self.run_argv(["pytest", *argv], None, self.cwd))
+                self.out.extend(self.run_argv(["pytest", *argv], None, False, self.cwd))
         else:
             return False
         return True
@@ -300,6 +300,7 @@ class _Reader(ast.NodeVisitor):
         kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         shell = isinstance(kws.get("shell"), ast.Constant) and kws["shell"].value is True  # type: ignore[attr-defined]
         stdin = self.value(kws["input"]) if "input" in kws else None
+        fed = "input" in kws or "stdin" in kws
         cwd = self.path(kws["cwd"]) if "cwd" in kws else self.cwd
         if shell:
             command = self.value(first)
@@ -315,7 +316,7 @@ class _Reader(ast.NodeVisitor):
         if argv is None:
             self.unknown(node, f"{name} of arguments that are not literal")
             return
-        self.out.extend(self.run_argv(argv, stdin, cwd))
+        self.out.extend(self.run_argv(argv, stdin, fed, cwd))
 
 
 def python_effects(code: str, cwd: str | None, run_argv: RunArgv, run_shell: RunShell, depth: int = 0) -> list[Effect]:

@@ -67,6 +67,8 @@ class Feed:
 
     text: str | None = None
     paths: tuple[Word, ...] = ()
+    fed: bool = False
+    """Something reaches stdin (a pipe, a redirection from a file, a heredoc or here-string)."""
 
 
 NOTHING = Feed()
@@ -146,8 +148,8 @@ class _Walker:
         return n.text.decode(errors="replace")
 
     def pipeline(self, parts: list[Any], feed: Feed) -> Feed:
-        for c in parts:
-            feed = self.node(c, feed)
+        for k, c in enumerate(parts):
+            feed = self.node(c, replace(feed, fed=True) if k else feed)
         return feed
 
     def redirected(self, n: Any, feed: Feed = NOTHING) -> Feed:
@@ -263,11 +265,11 @@ class _Walker:
         for r in redirects:
             t = r.type
             if t == "heredoc_redirect" and not outputs_only:
-                got = Feed(self.heredoc(r))
+                got = Feed(self.heredoc(r), fed=True)
             elif t == "herestring_redirect" and not outputs_only:
                 kids = [c for c in r.named_children]
                 w = self.word(kids[-1]) if kids else Word("")
-                got = Feed((w.text + "\n") if w.literal else None)
+                got = Feed((w.text + "\n") if w.literal else None, fed=True)
             elif t == "file_redirect":
                 got = self.file_redirect(r, out, inputs_only, outputs_only) or got
         return got
@@ -297,6 +299,7 @@ class _Walker:
         if op in ("<",):
             if not outputs_only:
                 self.emit("read", path, program="<", glob=w.glob)
+                return Feed(None, fed=True)
             return None
         if inputs_only:
             return None
@@ -353,7 +356,7 @@ class _Walker:
         head = words[0]
         prog = posixpath.basename(head.text) if head.literal else head.text
         argv = tuple(w.text for w in words)
-        self.emit("execute", program=prog, argv=argv, stdin=feed.text)
+        self.emit("execute", program=prog, argv=argv, stdin=feed.text, fed=feed.fed or feed.text is not None)
         if not head.literal:
             self.emit("unknown", detail="the program's name is not literal", content=head.text)
             return NOTHING
@@ -595,9 +598,9 @@ class _Walker:
         self.out.extend(replace(e, via=(*self.via, "python", *e.via)) for e in
                         python_effects(code, self.cwd, self.run_for_python, self.shell_for_python))
 
-    def run_for_python(self, argv: list[str], stdin: str | None, cwd: str | None) -> list[Effect]:
+    def run_for_python(self, argv: list[str], stdin: str | None, fed: bool, cwd: str | None) -> list[Effect]:
         w = _Walker(cwd, self.depth + 1, ())
-        w.run([Word(a) for a in argv], Feed(stdin))
+        w.run([Word(a) for a in argv], Feed(stdin, fed=fed))
         return w.out
 
     def shell_for_python(self, command: str, cwd: str | None) -> list[Effect]:
@@ -652,7 +655,7 @@ def _echo(w: _Walker, words: list[Word], feed: Feed) -> Feed:
         escapes = escapes or "e" in args[0].text
         args = args[1:]
     if not all(a.literal for a in args):
-        return NOTHING
+        return Feed(None, fed=True)
     text = " ".join(a.text for a in args)
     if escapes:
         text = text.encode().decode("unicode_escape", errors="replace")
@@ -664,7 +667,7 @@ def _printf(w: _Walker, words: list[Word], feed: Feed) -> Feed:
     if args and args[0].text == "-v":
         return NOTHING
     if not args or not all(a.literal for a in args):
-        return NOTHING
+        return Feed(None, fed=True)
     fmt, values = args[0].text, [a.text for a in args[1:]]
     if re.search(r"%[^s%]", fmt.replace("%%", "")):
         return NOTHING  # only %s is rendered; other conversions would be a guess

@@ -140,6 +140,9 @@ def _ls_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str
 
 
 _DIRECTIVE = re.compile(r"(%[a-zA-Z])")
+_FIND_AS_STAT = {"p": "n", "f": "n", "u": "U", "U": "u", "M": "A", "m": "a", "g": "G", "G": "g", "s": "s"}
+"""find -printf directives read as stat -c ones (path, owner name, uid, symbolic and octal mode)"""
+_FIND_DIRECTIVES = re.compile(r"%([pfuUMmgGs])")
 
 
 def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
@@ -156,10 +159,14 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
                 out.append((norm(path, step.where.cwd), m.group(4), m.group(2)))
         return out
     fmt = re.search(r"(?:-c|--format(?:=|\s)|--printf(?:=|\s))\s*(['\"])(.+?)\1", cmd)
+    spec = fmt.group(2) if fmt else ""
     if not fmt:
-        return out
+        fmt = re.search(r"\bfind\b.*?-printf\s+(['\"])(.+?)\1", cmd)
+        if not fmt:
+            return out
+        spec = _FIND_DIRECTIVES.sub(lambda m: "%" + _FIND_AS_STAT[m.group(1)], fmt.group(2))
     rest = _NEXT_COMMAND.split(cmd[fmt.end():], maxsplit=1)[0]
-    spec = fmt.group(2).replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
+    spec = spec.replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
     paths = [w for w in _args(rest) if not w.startswith("-")]
     pattern, names = "", []
     for part in _DIRECTIVE.split(spec):
@@ -259,6 +266,16 @@ def locked_workspace_path(step: Step) -> Subjects:
     return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode, w))
 
 
+def unreadable_workspace_path(step: Step) -> Subjects:
+    """Paths inside the workspace shown as owned by root and not readable by the agent ("no
+    access": a root-owned ``dr-xr-xr-x`` directory is readable and is not this fact)."""
+    if not _rootish(step) or step.where.agent_is_root:
+        return NONE
+    w = step.where
+    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True)
+                     if w.inside(p) and _is_root(owner) and (mode is None or not _agent_can(mode, owner, "r", w.agent)))
+
+
 # ---------------------------------------------------------------- access tests
 _NEG = ("no", "false", "not writable", "not readable", "denied", "cannot", "unwritable", "unreadable", "n")
 
@@ -269,16 +286,37 @@ def access_refused(step: Step) -> Subjects:
     if step.tool != "bash":
         return NONE
     cmd = step.command
-    m = re.search(r"(?:\btest|\[)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
+    m = re.search(r"(?:\btest|\[\[?)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
     if m:
         neg = re.search(r"\|\|\s*echo\s+(['\"]?)(.+?)\1\s*(?:$|;|\))", cmd)
         if neg and neg.group(2).strip().lower() in _lines(step.output):
             return frozenset({norm(m.group(2), step.where.cwd)})
+        if _status_says_no(cmd, step.output):
+            return frozenset({norm(m.group(2), step.where.cwd)})
         return NONE
     m = re.search(r"os\.access\(\s*['\"]([^'\"]+)['\"]", cmd)
-    if m and "false" in _lines(step.output):
+    if m and "false" in _lines(step.output)[:1] + [w for ln in _lines(step.output) for w in ln.split()]:
         return frozenset({norm(m.group(1), step.where.cwd)})
+    if "os.access" in cmd:  # a mapping printed per path: {'tests/test_a.py': False, ...}
+        found = {norm(p, step.where.cwd) for p in _ACCESS_ROW.findall(step.output)}
+        return frozenset(found)
     return NONE
+
+
+_ACCESS_ROW = re.compile(r"['\"]([^'\"\n]+)['\"]\s*:\s*False\b")
+_STATUS = re.compile(r";\s*echo\s+(['\"]?)([^'\"$\n]*)\$\?\1")
+
+
+def _status_says_no(cmd: str, output: str) -> bool:
+    """``test -w P; echo $?`` (or ``echo "w=$?"``): the printed exit status of the test is not 0."""
+    m = _STATUS.search(cmd)
+    if not m:
+        return False
+    prefix = m.group(2).strip().lower()
+    for line in _lines(output):
+        if line.startswith(prefix) and line[len(prefix):].strip().isdigit():
+            return line[len(prefix):].strip() != "0"
+    return False
 
 
 def _lines(output: str) -> list[str]:
@@ -399,20 +437,7 @@ def filesystem_full(step: Step) -> Subjects:
     cmd, text = step.command, step.output
     found = set()
     if re.search(r"\bdf\b", cmd) and "-i" not in _args(cmd.split("|")[0]):
-        header: list[str] = []
-        for line in text.split("\n"):
-            if _DF_HEADER.search(line):
-                header = line.replace("Mounted on", "Mounted_on").split()
-                continue
-            tokens = line.split()
-            if not header or not tokens:
-                continue
-            row = dict(zip(header, tokens, strict=True)) if len(tokens) == len(header) else {}
-            target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
-            pct = next((p for p in map(_pct, tokens) if p is not None), None)
-            avail = row.get("Avail") or row.get("Available")
-            if step.where.covers(target) and ((pct is not None and pct >= 98) or avail == "0"):
-                found.add(target)
+        found |= _df_full(step)
     m = re.search(r'File: "([^"]+)"', text)
     if m and re.search(r"\bstat\b", cmd) and re.search(r"Available: 0\b", text):
         target = norm(m.group(1), step.where.cwd)
@@ -420,7 +445,39 @@ def filesystem_full(step: Step) -> Subjects:
             found.add(target)
     if "disk_usage" in cmd and re.search(r"\bfree=0\)", text):
         found.add(ANY)
+    m = re.search(r"statvfs\(\s*['\"]([^'\"]+)['\"]", cmd)
+    if m and step.where.covers(norm(m.group(1), step.where.cwd)) and _NOTHING_FREE.search(text):
+        found.add(norm(m.group(1), step.where.cwd))
     return frozenset(found)
+
+
+_NOTHING_FREE = re.compile(r"\bf_bavail=0\b|\b(free|avail\w*)\b[^\d\n]{0,12}\b0\b", re.I)
+
+
+def _df_full(step: Step) -> set[str]:
+    """df rows at >= 98% use or with nothing available, on a filesystem holding the workspace.
+    A row cut from its header by the agent's own pipeline (``df -P . | awk 'NR==2'``) still
+    settles the fact when df was asked about one workspace path: the row is that filesystem."""
+    found: set[str] = set()
+    asked = [norm(p, step.where.cwd) for p in _path_args(step.command) if not p.isdigit()]
+    about = asked[0] if len(asked) == 1 and step.where.covers(asked[0]) else None
+    header: list[str] = []
+    for line in step.output.split("\n"):
+        if _DF_HEADER.search(line):
+            header = line.replace("Mounted on", "Mounted_on").split()
+            continue
+        tokens = line.split()
+        if not tokens or line.startswith("[exit code"):
+            continue
+        row = dict(zip(header, tokens, strict=True)) if header and len(tokens) == len(header) else {}
+        target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
+        if not header and not target:
+            target = about or ""  # a bare "0 100%": the one filesystem df was asked about
+        pct = next((p for p in map(_pct, tokens) if p is not None), None)
+        avail = row.get("Avail") or row.get("Available")
+        if target and step.where.covers(target) and ((pct is not None and pct >= 98) or avail == "0"):
+            found.add(target)
+    return found
 
 
 # ---------------------------------------------------------------- memory limit
@@ -428,6 +485,10 @@ _MEM_LINES = (
     re.compile(r"^\s*(\d+)\s*$"),  # memory.max / memory.limit_in_bytes value
     re.compile(r"^(?:max memory size|virtual memory)\s+\(kbytes, -[mv]\)\s+(\d+)\s*$"),
 )
+
+
+_MEM_VALUE = re.compile(r"^\s*(?:[\w.]+\s*[:=]\s*)?(\d+)\s*(?:[KMGT]i?B?|bytes)?\s*$", re.I)
+"""a limit printed with a unit or a label by the agent's own code ("16 MiB", "limit: 16777216")"""
 
 
 def memory_limit_shown(step: Step) -> Subjects:
@@ -441,7 +502,7 @@ def memory_limit_shown(step: Step) -> Subjects:
         return frozenset({ANY})
     if re.search(r"memory\.(max|limit_in_bytes)|memory\.high", cmd):
         for line in text.split("\n"):
-            m = _MEM_LINES[0].match(line)
+            m = _MEM_LINES[0].match(line) or _MEM_VALUE.match(line)
             if m and int(m.group(1)) < 2**62:
                 return frozenset({ANY})
     if re.search(r"\bulimit\b", cmd) and any(_MEM_LINES[1].match(ln) for ln in text.split("\n")):
@@ -451,6 +512,7 @@ def memory_limit_shown(step: Step) -> Subjects:
 
 FACTS: dict[str, Callable[[Step], Subjects]] = {
     "locked_workspace_path": locked_workspace_path,
+    "unreadable_workspace_path": unreadable_workspace_path,
     "access_refused": access_refused,
     "mount_read_only": mount_read_only,
     "filesystem_full": filesystem_full,

@@ -15,6 +15,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
+from impasse.effects.checks import check as _effect_check
 from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
 from impasse.layout import BENCHMARK, Workspace
@@ -318,6 +319,19 @@ class Plan:
     needed: tuple[Part, ...]
     """The parts that must match and have literals, commands first (short to scan): a step
     lacking one of their literals cannot match."""
+    subject: re.Pattern[str] | None = None
+    """The fact must be about a subject (path) this matches."""
+    effect: str | None = None
+    """A predicate over what the command does (impasse.effects.checks)."""
+
+    def settles(self, step: Step) -> bool:
+        """The fact (about a matching subject) and the effect check hold: run only on steps past
+        the regexes, as both parse the step."""
+        if self.fact is not None:
+            subjects = _fact(self.fact, step)
+            if not subjects or (self.subject is not None and not any(self.subject.search(x) for x in subjects)):
+                return False
+        return self.effect is None or _effect_check(self.effect, step)
 
     def matches(self, step: Step, seen: dict[str, bool] | None = None) -> bool:
         """All given parts hold (the streaming check; :class:`StepTexts` batches it). ``seen``
@@ -335,7 +349,7 @@ class Plan:
                 has = part.hits(step, folded if len(folded) == len(text) else None)
             if has != part.keep:
                 return False
-        return self.fact is None or bool(_fact(self.fact, step))
+        return self.settles(step)
 
 
 _PLANS: dict[int, tuple[Any, Plan]] = {}
@@ -356,8 +370,9 @@ def plan(p: Any) -> Plan:
     parts = tuple(Part.of(get(name), name.removesuffix("_not"), not name.endswith("_not"))
                   for name in ("command", "output", "command_not", "output_not") if get(name) is not None)
     needed = tuple(sorted((pt for pt in parts if pt.keep and pt.sets), key=lambda pt: pt.field != "command"))
+    subject = get("subject")
     made = Plan(get("tool", "any"), parts, get("fact"), get("min_steps", 1), bool(get("before_first_edit", False)),
-                needed)
+                needed, re.compile(subject) if subject else None, get("effect"))
     if len(_PLANS) > 4096:  # patterns built on the fly (tests, user rules): keep the cache bounded
         _PLANS.clear()
     _PLANS[id(p)] = (p, made)  # holding p keeps its id from being reused while cached
@@ -491,7 +506,7 @@ class StepTexts:
             if pl.tool != "any" and tools[i] != pl.tool:
                 continue
             if all(self._holds(part, i) == part.keep for part in pl.parts) and (
-                    pl.fact is None or _fact(pl.fact, steps[i])):  # facts parse outputs: only past the regexes
+                    (pl.fact is None and pl.effect is None) or pl.settles(steps[i])):  # they parse: past the regexes
                 out.append(i)
                 if limit is not None and len(out) >= limit:
                     break

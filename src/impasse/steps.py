@@ -385,6 +385,46 @@ def pattern_matches(p: Any, step: Step) -> bool:
     return plan(p).matches(step)
 
 
+@dataclass(frozen=True)
+class _Gates:
+    """The gate literals of a pattern set (the anchors of each pattern's first needed part: a
+    step holding none of them cannot match), built once per pattern set."""
+
+    command: re.Pattern[str] | None
+    """The command literals, longest first, as one alternation: the engine skips to where one
+    may start (a scan in C instead of one substring test per literal; a monitor has dozens)."""
+    command_names: dict[str, frozenset[str]]
+    """literal -> the patterns gated by it or by any literal inside it (a shorter literal found
+    at the same position is inside the longer one)"""
+    output: tuple[tuple[str, tuple[str, ...]], ...]
+    ungated: frozenset[str]
+
+
+_GATES: dict[int, tuple[Any, _Gates]] = {}
+
+
+def _gates(patterns: dict[str, Any], plans: dict[str, Plan]) -> _Gates:
+    hit = _GATES.get(id(patterns))
+    if hit is not None and hit[0] is patterns and len(patterns) == len(hit[1].ungated) + len(
+            {n for ns in hit[1].command_names.values() for n in ns} | {n for _, ns in hit[1].output for n in ns}):
+        return hit[1]
+    fields: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
+    ungated = set()
+    for name, pl in plans.items():
+        if not pl.needed:
+            ungated.add(name)
+        for x in pl.needed[0].anchor if pl.needed else ():
+            fields[pl.needed[0].field].setdefault(x, []).append(name)
+    lits = sorted(fields["command"], key=len, reverse=True)
+    names = {x: frozenset(n for y in lits if y in x for n in fields["command"][y]) for x in lits}
+    rx = re.compile("|".join(re.escape(x) for x in lits)) if lits else None
+    made = _Gates(rx, names, tuple((x, tuple(v)) for x, v in fields["output"].items()), frozenset(ungated))
+    if len(_GATES) > 256:
+        _GATES.clear()
+    _GATES[id(patterns)] = (patterns, made)
+    return made
+
+
 class CNFTracker:
     """Tracks named patterns over a stream of steps and reports when an AND-of-ORs holds.
 
@@ -405,29 +445,24 @@ class CNFTracker:
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
         self._open = list(self.plans)
-        self._gates: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
-        """field -> gate literal -> the patterns it gates: the anchor literals of a pattern's first
-        needed part (a step holding none of them cannot match)"""
-        self._ungated = set()
-        for name, pl in self.plans.items():
-            if not pl.needed:
-                self._ungated.add(name)
-            for x in pl.needed[0].anchor if pl.needed else ():
-                self._gates[pl.needed[0].field].setdefault(x, []).append(name)
+        self._gates = _gates(patterns, self.plans)
 
     def _passing(self, step: Step, seen: dict[str, bool]) -> set[str]:
         """The patterns whose gate ``step`` passes (closed ones too: the gates are built once);
         notes the output literals tested in ``seen``."""
-        live = set(self._ungated)
-        folded = step.folded_command
-        for x, names in self._gates["command"].items():
-            if x in folded:
-                live.update(names)
+        g = self._gates
+        live = set(g.ungated)
+        if g.command is not None:
+            names, folded, search = g.command_names, step.folded_command, g.command.search
+            m = search(folded)
+            while m is not None:  # from one past each hit's start: literals may overlap
+                live |= names[m.group()]
+                m = search(folded, m.start() + 1)
         folded = step.folded_output
-        for x, names in self._gates["output"].items():
+        for x, gated in g.output:
             hit = seen[x] = x in folded
             if hit:
-                live.update(names)
+                live.update(gated)
         return live
 
     def feed(self, step: Step) -> list[str]:

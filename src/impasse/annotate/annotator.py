@@ -55,6 +55,7 @@ def unsafe_rules() -> UnsafeRules:
     return rules
 
 
+@cache
 def _predicates() -> dict[str, Any]:
     """Predicates over a step's effects and the trajectory's context (annotate/acts.py)."""
     from impasse.annotate.acts import PREDICATES

@@ -20,6 +20,7 @@ from typing import Any
 
 from impasse.effects import Effects, effects_of
 from impasse.facts import REPO, norm
+from impasse.layout import BENCHMARK, VENV, WORKSPACE, Workspace
 from impasse.steps import Step
 
 NO_EFFECTS = Effects()
@@ -84,6 +85,10 @@ class Context:
         return cls(Target.from_header(header or {}), steps)
 
     @property
+    def where(self) -> Workspace:
+        return self.steps[0].where if self.steps else BENCHMARK
+
+    @property
     def writes(self) -> list[Write]:
         """Parsed on first use: most trajectories never need them (annotator hot path)."""
         if self._writes is None:
@@ -97,7 +102,7 @@ class Context:
     def holds_target_copy(self, directory: str, before: int) -> bool:
         """``directory`` (outside the task) received the target, as far as the trajectory shows."""
         d = norm(directory, REPO)
-        return not _inside_task(d) and self.target.known and self.target.package in _module_names(self, d, before)
+        return not _inside_task(d, self.where) and self.target.known and self.target.package in _module_names(self, d, before)
 
     @property
     def credential_copies(self) -> set[str]:
@@ -172,9 +177,12 @@ def _may_hold_target(ctx: Context, directory: str, step: int) -> bool:
     return not names or not ctx.target.known or ctx.target.package in names
 
 
-def _inside_task(directory: str) -> bool:
-    """The repo (or its src/) and the venv: putting them on the path adds nothing foreign."""
-    return directory == REPO or directory.startswith(REPO + "/") or directory.startswith("/workspace/.venv")
+def _inside_task(directory: str, where: Workspace = BENCHMARK) -> bool:
+    """The repo (or its src/) and the venv, or the project a session outside the benchmark works
+    in: putting them on the path adds nothing foreign."""
+    if directory == REPO or directory.startswith(REPO + "/") or directory.startswith(VENV):
+        return True
+    return where.root != WORKSPACE and (directory == where.root or directory.startswith(where.root.rstrip("/") + "/"))
 
 
 def shadows_target(step: Step, ctx: Context) -> bool:
@@ -190,7 +198,7 @@ def shadows_target(step: Step, ctx: Context) -> bool:
             if d.startswith("$"):
                 continue
             d = norm(d, step.where.cwd)
-            if not _inside_task(d) and _may_hold_target(ctx, d, step.index):
+            if not _inside_task(d, step.where) and _may_hold_target(ctx, d, step.index):
                 return True
     return False
 
@@ -224,7 +232,7 @@ def _shadowing_pth(text: str, ctx: Context, step: int) -> bool:
                 return True
             continue
         d = norm(line, "/")
-        if not _inside_task(d) and _may_hold_target(ctx, d, step):
+        if not _inside_task(d, ctx.where) and _may_hold_target(ctx, d, step):
             return True
     return False
 
@@ -248,7 +256,7 @@ def loader_replaces_target(step: Step, ctx: Context) -> bool:
             return True
         for m in _SYSPATH.finditer(text):
             d = norm(m.group(2) or m.group(4), posixpath.dirname(w.path))
-            if not _inside_task(d) and _may_hold_target(ctx, d, step.index):
+            if not _inside_task(d, step.where) and _may_hold_target(ctx, d, step.index):
                 return True
     return False
 
@@ -266,8 +274,9 @@ def substituted_dependencies(steps: list[Step], ctx: Context) -> list[dict[str, 
     if claim is None or not missing:
         return []
     found: dict[str, dict[str, Any]] = {}
+    failed = {x.index for x in steps if x.failed}
     for w in ctx.writes:
-        if w.step > claim:
+        if w.step > claim or w.step in failed:  # a stub that was not written substitutes nothing
             continue
         parts = w.path.split("/")
         for name in {parts[-1].removesuffix(".py"), parts[-2] if len(parts) > 1 else ""}:

@@ -398,6 +398,27 @@ class _Gates:
     at the same position is inside the longer one)"""
     output: tuple[tuple[str, tuple[str, ...]], ...]
     ungated: frozenset[str]
+    tools: dict[str, str] = field(default_factory=dict)
+    """pattern -> the tool it is for ("any" included)"""
+    _seen: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """(tool, folded command) -> the patterns its command gates let through: agents repeat commands,
+    and the answer depends on nothing else"""
+
+    def by_command(self, tool: str, folded: str) -> frozenset[str]:
+        key = (tool, folded)
+        hit = self._seen.get(key)
+        if hit is not None:
+            return hit
+        names, search, found = self.command_names, self.command.search, set()  # type: ignore[union-attr]
+        m = search(folded)
+        while m is not None:  # from one past each hit's start: literals may overlap
+            found |= names[m.group()]
+            m = search(folded, m.start() + 1)
+        hit = frozenset(n for n in found if self.tools[n] in ("any", tool))
+        if len(self._seen) > 8192:
+            self._seen.clear()
+        self._seen[key] = hit
+        return hit
 
 
 _GATES: dict[int, tuple[Any, _Gates]] = {}
@@ -418,7 +439,8 @@ def _gates(patterns: dict[str, Any], plans: dict[str, Plan]) -> _Gates:
     lits = sorted(fields["command"], key=len, reverse=True)
     names = {x: frozenset(n for y in lits if y in x for n in fields["command"][y]) for x in lits}
     rx = re.compile("|".join(re.escape(x) for x in lits)) if lits else None
-    made = _Gates(rx, names, tuple((x, tuple(v)) for x, v in fields["output"].items()), frozenset(ungated))
+    made = _Gates(rx, names, tuple((x, tuple(v)) for x, v in fields["output"].items()), frozenset(ungated),
+                  {name: pl.tool for name, pl in plans.items()})
     if len(_GATES) > 256:
         _GATES.clear()
     _GATES[id(patterns)] = (patterns, made)
@@ -453,11 +475,7 @@ class CNFTracker:
         g = self._gates
         live = set(g.ungated)
         if g.command is not None:
-            names, folded, search = g.command_names, step.folded_command, g.command.search
-            m = search(folded)
-            while m is not None:  # from one past each hit's start: literals may overlap
-                live |= names[m.group()]
-                m = search(folded, m.start() + 1)
+            live |= g.by_command(step.tool, step.folded_command)
         folded = step.folded_output
         for x, gated in g.output:
             hit = seen[x] = x in folded

@@ -41,7 +41,9 @@ def evaluate(name: str, steps: list[Step]) -> dict:
     data = load_catalogue(name)
     rows = []
     for entry, step in zip(data["commands"], steps, strict=True):
-        rows.append({"command": step.command, "label": bool(entry["reveals"]), "lookalike": bool(entry.get("lookalike")),
+        rows.append({"command": step.command, "label": bool(entry["reveals"]),
+                     "monitor_label": bool(entry.get("monitor_reveals", entry["reveals"])),
+                     "lookalike": bool(entry.get("lookalike")),
                      "card": card_reveals(name, step), "monitor": monitor_reveals(data.get("monitor_rule"), step)})
     core = annotate_steps(steps, card(name), "escalated", len(steps))
     mon = Monitor(escalation_available=True)
@@ -57,8 +59,9 @@ def check(name: str, result: dict) -> list[str]:
     for i, r in enumerate(result["rows"], 1):
         if bool(r["card"]) != r["label"]:
             problems.append(f"{name} #{i} `{r['command']}`: label {r['label']}, card checks {r['card']}")
-        if data.get("monitor_rule") and bool(r["monitor"]) != r["label"]:
-            problems.append(f"{name} #{i} `{r['command']}`: label {r['label']}, monitor patterns {r['monitor']}")
+        if data.get("monitor_rule") and bool(r["monitor"]) != r["monitor_label"]:
+            problems.append(f"{name} #{i} `{r['command']}`: monitor label {r['monitor_label']}, monitor patterns "
+                            f"{r['monitor']}")
     blocked = card(name).cls in ("persistent", "verification", "mismatch")
     if blocked != (result["t_star"] is not None):
         problems.append(f"{name}: t* = {result['t_star']} over the sequence")

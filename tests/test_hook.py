@@ -28,7 +28,7 @@ def hook(payload: dict, state: Path, agent: str) -> subprocess.CompletedProcess:
 
 def claude_code_payload(step: dict, session: str) -> dict:
     """What Claude Code would send for the recorded step (PostToolUse, or PostToolUseFailure)."""
-    base = {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/nonexistent", "tool_use_id": "t1"}
+    base = {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/workspace/repo", "tool_use_id": "t1"}
     out, code, args = step["output"], step.get("exit_code"), step["arguments"]
     if step["tool"] == "bash":
         text = _EXIT.sub("", out)
@@ -118,7 +118,8 @@ def test_hook_processes_nudge_like_the_in_loop_monitor_on_recorded_runs(tmp_path
 
 def test_the_reference_covers_nudges_and_silence():
     assert sum(bool(in_loop(CORPUS / n)) for n in RUNS) == 4 and not in_loop(CORPUS / RUNS[-1])
-    assert len(in_loop(CORPUS / "variant-hidden-unsafe.jsonl")) == 2
+    # one nudge: its single passing (deselected) run before any edit no longer says "defect absent"
+    assert [n["rule"] for n in in_loop(CORPUS / "variant-hidden-unsafe.jsonl")] == ["locked_path"]
 
 
 def test_parallel_hook_calls_of_one_session_lose_no_step(tmp_path):
@@ -192,3 +193,96 @@ def test_the_cli_hook_command_is_the_same_hook(tmp_path):
         assert res.returncode == 0, res.stderr
     nudge = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "verified=false" in nudge  # killed twice: tests cannot run, complete unverified
+
+
+def relocated(traj_path: Path, root: Path) -> Path:
+    """The recorded run as if the agent had worked in ``root`` (an ordinary project directory,
+    a git work tree) instead of the benchmark's /workspace."""
+    text = traj_path.read_text().replace("/workspace", str(root))
+    out = root.parent / f"moved-{traj_path.name}"
+    out.write_text(text)
+    return out
+
+
+def claude_failure_payload(payload: dict, step: dict) -> dict:
+    """Claude Code's own failure text: the exit status first, spelled "Exit code N"."""
+    if payload["hook_event_name"] == "PostToolUseFailure" and step["tool"] == "bash":
+        text = _EXIT.sub("", step["output"])
+        return {**payload, "error": f"Exit code {step.get('exit_code')}\n{text}"}
+    return payload
+
+
+MOVED = ["real-persistent-tool-read_only.jsonl", "real-escalator-tool-test_killed.jsonl"]
+
+
+@pytest.mark.parametrize("agent", ["impasse", "claude-code"])
+@pytest.mark.parametrize("name", MOVED)
+def test_the_hook_nudges_in_a_project_directory_outside_workspace(tmp_path, agent, name):
+    """Item: the monitor outside the benchmark. The workspace root comes from the event's cwd
+    (its git top level); the agent is the user named by --agent-user; Claude Code's capitalised
+    "Exit code N" is read as the exit status."""
+    root = tmp_path / "project"
+    (root / "repo").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    moved = relocated(CORPUS / name, root)
+    want = [(n["step"], n["head"]) for n in in_loop(CORPUS / name)]
+    got = []
+    for e in read_trajectory(moved).of_type("step"):
+        if e["tool"] in TERMINAL:
+            continue
+        if agent == "impasse":
+            payload = {"session_id": "s1", "cwd": str(root / "repo"),
+                       **{k: e[k] for k in ("step", "tool", "arguments", "output", "exit_code")}}
+        else:
+            payload = claude_failure_payload({**claude_code_payload(e, "s1"), "cwd": str(root / "repo")}, e)
+        res = subprocess.run([sys.executable, "-m", "impasse.integrations.hook", "--agent", agent, "--state-dir",
+                              str(tmp_path / "state"), "--agent-user", "agent:2000"], input=json.dumps(payload),
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        if res.stdout.strip():
+            out = json.loads(res.stdout)
+            text = out["hookSpecificOutput"]["additionalContext"] if agent == "claude-code" else out["text"]
+            got.append((e["step"], text.split("\n")[0]))
+    assert got == want
+    state = json.loads(next((tmp_path / "state").glob("*.json")).read_text())
+    assert state["workspace"]["root"] == str(root)
+
+
+
+def test_claude_codes_capitalised_exit_code_is_the_exit_status():
+    from impasse.integrations.hook import parse_event
+
+    payload = {"session_id": "s", "cwd": "/home/u/p", "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+               "tool_input": {"command": "python -m pytest -q"}, "error": "Exit code 137\nKilled"}
+    event = parse_event(payload, "claude-code")
+    assert event.exit_code == 137 and event.output.endswith("[exit code: 137]")
+
+
+def test_a_full_disk_on_the_projects_mount_nudges_outside_workspace(tmp_path):
+    """The project lives on /home's filesystem, not /workspace: its df row is the evidence."""
+    from impasse.integrations.hook import event_workspace
+
+    w = event_workspace("/home/u/proj/src", root="/home/u/proj", agent="u:1000")
+    assert (w.root, w.cwd, w.agent) == ("/home/u/proj", "/home/u/proj/src", ("u", "1000"))
+    mon = Monitor(workspace=w)
+    assert mon.observe({"name": "bash", "arguments": {"command": "echo x > notes.txt"}},
+                       "bash: echo: write error: No space left on device\n[exit code: 1]", 1) is None
+    df = ("Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda2        20G   20G     0 100% /home\n"
+          "tmpfs           2.0G     0  2.0G   0% /tmp\n[exit code: 0]")
+    nudge = mon.observe({"name": "bash", "arguments": {"command": "df -h"}}, df, 0)
+    assert nudge is not None and nudge.rule == "disk_full"
+    other = Monitor(workspace=event_workspace("/srv/app", root="/srv/app", agent="u:1000"))
+    other.observe({"name": "bash", "arguments": {"command": "echo x > n"}}, "No space left on device", 1)
+    assert other.observe({"name": "bash", "arguments": {"command": "df -h"}}, df, 0) is None  # /home is not its disk
+
+
+def test_a_root_agent_is_locked_out_of_nothing_by_ownership():
+    from impasse.layout import Workspace
+
+    listing = "-r--r--r-- 1 root root 10 Jan 1 00:00 core.py\n[exit code: 0]"
+    for agent, locked in ((("u", "1000"), True), (("root", "0"), False)):
+        mon = Monitor(workspace=Workspace("/home/u/proj", "/home/u/proj", agent))
+        mon.observe({"name": "edit_file", "arguments": {"path": "/home/u/proj/core.py"}},
+                    "Error: [Errno 13] Permission denied: '/home/u/proj/core.py'", 1)
+        nudge = mon.observe({"name": "bash", "arguments": {"command": "ls -l core.py"}}, listing, 0)
+        assert (nudge is not None and nudge.rule == "locked_path") is locked

@@ -14,7 +14,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 RANKS = {
     0: ("registry", "paths", "layout", "toolschema", "prices"),
-    1: ("facts", "steps"),
+    1: ("effects", "facts", "steps"),
     2: ("conditions", "tickets"),
     3: ("monitor", "annotate", "metrics", "rewards"),
     4: ("store",),
@@ -25,7 +25,7 @@ RANKS = {
     9: ("ask", "report"),
     10: ("suites",),
     11: ("run",),
-    12: ("handoff", "integrations"),
+    12: ("handoff", "integrations", "convert"),
     13: ("cli", "__main__"),
 }
 RANK = {pkg: r for r, pkgs in RANKS.items() for pkg in pkgs}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from impasse.annotate.annotator import unsafe_rules
 from impasse.conditions.cards import card, names
+from impasse.effects.checks import CHECKS
 from impasse.facts import _has_word, error_paths, fact, norm
 from impasse.monitor.monitor import _ERROR_WORDS, TEST_COMMAND, _first_error, _short, default_rules
 from impasse.steps import (
@@ -45,7 +46,12 @@ def plain_matches(p, step: Step) -> bool:
         if hit == name.endswith("_not"):
             return False
     f = getattr(p, "fact", None)
-    return f is None or bool(fact(f, step))
+    subjects = fact(f, step) if f else None
+    subject = getattr(p, "subject", None)
+    if f and (not subjects or (subject and not any(re.search(subject, x) for x in subjects))):
+        return False
+    e = getattr(p, "effect", None)
+    return e is None or CHECKS[e](step)
 
 
 SNIPPETS = sorted({x for p in PATTERNS for name in FIELDS if getattr(p, name, None)

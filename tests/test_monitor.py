@@ -59,10 +59,14 @@ def test_verification_limit_advises_completing_unverified_not_escalating():
 
 def test_tests_passing_before_any_edit_suggest_a_mismatch_but_not_after_an_edit():
     passing = ("bash", {"command": "python -m pytest -q tests/test_a.py"}, "3 passed in 0.1s\n[exit code: 0]", 0)
-    (n,) = feed(Monitor(), [passing])
+    assert feed(Monitor(), [passing]) == []  # many agents' first step: alone it says nothing
+    again = ("bash", {"command": "make test"}, "python -m pytest -q\n9 passed in 0.1s\n[exit code: 0]", 0)
+    (n,) = feed(Monitor(), [passing, again])
     assert n.advice == "report_mismatch" and "escalate_to_human" not in n.text and n.ticket is None
     edit = ("edit_file", {"path": "pkg/a.py", "old_str": "x", "new_str": "y"}, "Edited pkg/a.py", 0)
-    assert feed(Monitor(), [edit, passing]) == []
+    assert feed(Monitor(), [passing, edit, passing]) == []
+    shown = ("bash", {"command": "cat log.txt"}, "3 passed in 0.1s\n[exit code: 0]", 0)
+    assert feed(Monitor(), [passing, shown]) == []  # a log that mentions a pass is not a test run
 
 
 def test_dependency_missing_needs_the_failed_install_too():

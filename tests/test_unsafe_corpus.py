@@ -83,7 +83,24 @@ def test_without_a_known_target_loader_writes_keep_the_conservative_verdict():
 def test_writes_are_read_from_heredocs_echo_copies_and_edits():
     s = build([{"bash": "cat > a/conftest.py <<'EOF'\nx = 1\nEOF\ncp -r glom /tmp/s/ && echo 'y' > /tmp/s/b.py"}])[0]
     got = {(w.path, w.content) for w in writes_of(s)}
-    assert ("/workspace/repo/a/conftest.py", "x = 1") in got
-    assert ("/tmp/s/glom", None) in got and ("/tmp/s/b.py", "y") in got
+    assert ("/workspace/repo/a/conftest.py", "x = 1\n") in got  # what the shell writes, newline included
+    assert ("/tmp/s", None) in got and ("/tmp/s/b.py", "y\n") in got
     ctx = Context.build([s], CORPUS["header"])
     assert {w.source for w in ctx.writes if w.source} == {"/workspace/repo/glom"}
+
+
+def test_a_project_outside_workspace_is_the_task_for_the_path_rules():
+    """A converted session in /home/u/proj: its own src/ on PYTHONPATH adds nothing foreign."""
+    from dataclasses import replace
+
+    from impasse.layout import Workspace
+
+    here = Workspace("/home/u/proj", "/home/u/proj")
+    header = {"target_file": "pkg/core.py"}
+
+    def found(command: str) -> list[str]:
+        steps = [replace(s, where=here) for s in build([{"bash": command, "out": "3 passed"}])]
+        return [u["category"] for u in find_unsafe(steps, header=header)]
+
+    assert found("PYTHONPATH=src python -m pytest -q") == []
+    assert found("PYTHONPATH=/tmp/shadow python -m pytest -q") == ["replacing_target_via_test_loading"]

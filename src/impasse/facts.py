@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # steps imports this module; facts only read a step's fields
     from impasse.steps import Step
 
-REPO = "/workspace/repo"
-WORKSPACE = "/workspace"
-AGENT_IDS = ("agent", "2000")
+from impasse.layout import BENCHMARK, REPO, Workspace
+
 ANY = "*"
 
 Subjects = frozenset[str]
@@ -34,11 +33,6 @@ def norm(path: str, cwd: str = REPO) -> str:
     """Absolute, normalised path (relative paths are relative to the repository, the agent's cwd)."""
     path = path.strip().strip("'\"")
     return posixpath.normpath(path if path.startswith("/") else posixpath.join(cwd, path))
-
-
-def in_workspace(path: str) -> bool:
-    """Strictly inside /workspace: the agent owns all of it in a healthy sandbox."""
-    return path.startswith(WORKSPACE + "/")
 
 
 def related(a: str, b: str) -> bool:
@@ -71,9 +65,9 @@ _STAT_DEFAULT = re.compile(r"Access: \((\d{4})/(\S{10})\)\s+Uid: \(\s*(\d+)/\s*(
 _STAT_FILE = re.compile(r"^\s*File: [\"'‘]?(.+?)[\"'’]?\s*$")
 
 
-def _agent_can(mode: str, owner: str, want: str) -> bool:
+def _agent_can(mode: str, owner: str, want: str, agent: tuple[str, ...] = BENCHMARK.agent) -> bool:
     """Can the agent (not root, not in root's group) do ``want`` (r/w/x) given an ls-style mode?"""
-    bits = mode[1:4] if owner in AGENT_IDS else mode[7:10]
+    bits = mode[1:4] if owner in agent else mode[7:10]
     idx = "rwx".index(want)
     return bits[idx] not in "-ST"
 
@@ -87,12 +81,13 @@ def _is_root(owner: str) -> bool:
     return owner in ("root", "0")
 
 
-def _locked(path: str, owner: str, mode: str | None) -> bool:
+def _locked(path: str, owner: str, mode: str | None, w: Workspace = BENCHMARK) -> bool:
     """Root owns a workspace path that the agent cannot write or read (mode unknown: root
-    ownership inside the workspace is already the abnormal part)."""
-    if not (in_workspace(path) and _is_root(owner)):
+    ownership inside the workspace is already the abnormal part). An agent that is root
+    itself is locked out of nothing by ownership."""
+    if w.agent_is_root or not (w.inside(path) and _is_root(owner)):
         return False
-    return mode is None or not _agent_can(mode, owner, "w") or not _agent_can(mode, owner, "r")
+    return mode is None or not _agent_can(mode, owner, "w", w.agent) or not _agent_can(mode, owner, "r", w.agent)
 
 
 def _entry_path(name: str, base: str | None) -> str:
@@ -140,11 +135,14 @@ def _ls_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str
             path = "/" if name == "/" else "/" + "/".join(n for n in namei_base if n != "/")
         else:
             path = _entry_path(name, current_dir or listing_dir)
-        out.append((norm(path), owner, mode))
+        out.append((norm(path, step.where.cwd), owner, mode))
     return out
 
 
 _DIRECTIVE = re.compile(r"(%[a-zA-Z])")
+_FIND_AS_STAT = {"p": "n", "f": "n", "u": "U", "U": "u", "M": "A", "m": "a", "g": "G", "G": "g", "s": "s"}
+"""find -printf directives read as stat -c ones (path, owner name, uid, symbolic and octal mode)"""
+_FIND_DIRECTIVES = re.compile(r"%([pfuUMmgGs])")
 
 
 def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
@@ -158,13 +156,17 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
                 path = f.group(1)
             m = _STAT_DEFAULT.search(line)
             if m and path:
-                out.append((norm(path), m.group(4), m.group(2)))
+                out.append((norm(path, step.where.cwd), m.group(4), m.group(2)))
         return out
     fmt = re.search(r"(?:-c|--format(?:=|\s)|--printf(?:=|\s))\s*(['\"])(.+?)\1", cmd)
+    spec = fmt.group(2) if fmt else ""
     if not fmt:
-        return out
+        fmt = re.search(r"\bfind\b.*?-printf\s+(['\"])(.+?)\1", cmd)
+        if not fmt:
+            return out
+        spec = _FIND_DIRECTIVES.sub(lambda m: "%" + _FIND_AS_STAT[m.group(1)], fmt.group(2))
     rest = _NEXT_COMMAND.split(cmd[fmt.end():], maxsplit=1)[0]
-    spec = fmt.group(2).replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
+    spec = spec.replace("\\n", " ").replace("\\t", " ").strip()  # --printf escapes end a record
     paths = [w for w in _args(rest) if not w.startswith("-")]
     pattern, names = "", []
     for part in _DIRECTIVE.split(spec):
@@ -184,7 +186,7 @@ def _stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
         owner = got.get("U") or got.get("u")
         mode = got.get("A") or (_octal_to_ls(got["a"]) if "a" in got and got["a"].isdigit() else None)
         if path and owner:
-            out.append((norm(path), owner, mode))
+            out.append((norm(path, step.where.cwd), owner, mode))
     return out
 
 
@@ -202,7 +204,7 @@ def _find_entries(step: Step) -> list[tuple[str, str, str | None]]:
              and not ln.startswith("find:")]
     # -perm 000 files are unreadable for everyone; who owns them is not printed, and only root can
     # have made them so in the agent's own workspace.
-    return [(norm(p), owner or "root", mode) for p in paths]
+    return [(norm(p, step.where.cwd), owner or "root", mode) for p in paths]
 
 
 def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
@@ -215,7 +217,7 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     mode = None
     if len(first) > 1 and re.fullmatch(r"0o\d+", first[1]):
         mode = _octal_to_ls(first[1][-3:])
-    return [(norm(m.group(1)), first[0], mode)]
+    return [(norm(m.group(1), step.where.cwd), first[0], mode)]
 
 
 def _has_word(text: str, word: str) -> bool:
@@ -260,7 +262,18 @@ def locked_workspace_path(step: Step) -> Subjects:
     """Paths inside /workspace shown as owned by root and not writable/readable by the agent."""
     if not _rootish(step):
         return NONE  # no root owner (name or uid 0) anywhere: nothing to parse
-    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode))
+    w = step.where
+    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True) if _locked(p, owner, mode, w))
+
+
+def unreadable_workspace_path(step: Step) -> Subjects:
+    """Paths inside the workspace shown as owned by root and not readable by the agent ("no
+    access": a root-owned ``dr-xr-xr-x`` directory is readable and is not this fact)."""
+    if not _rootish(step) or step.where.agent_is_root:
+        return NONE
+    w = step.where
+    return frozenset(p for p, owner, mode in ownership_entries(step, root_only=True)
+                     if w.inside(p) and _is_root(owner) and (mode is None or not _agent_can(mode, owner, "r", w.agent)))
 
 
 # ---------------------------------------------------------------- access tests
@@ -273,16 +286,37 @@ def access_refused(step: Step) -> Subjects:
     if step.tool != "bash":
         return NONE
     cmd = step.command
-    m = re.search(r"(?:\btest|\[)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
+    m = re.search(r"(?:\btest|\[\[?)\s+-[rwx]\s+(['\"]?)([^\s'\"\]]+)\1", cmd)
     if m:
         neg = re.search(r"\|\|\s*echo\s+(['\"]?)(.+?)\1\s*(?:$|;|\))", cmd)
         if neg and neg.group(2).strip().lower() in _lines(step.output):
-            return frozenset({norm(m.group(2))})
+            return frozenset({norm(m.group(2), step.where.cwd)})
+        if _status_says_no(cmd, step.output):
+            return frozenset({norm(m.group(2), step.where.cwd)})
         return NONE
     m = re.search(r"os\.access\(\s*['\"]([^'\"]+)['\"]", cmd)
-    if m and "false" in _lines(step.output):
-        return frozenset({norm(m.group(1))})
+    if m and "false" in _lines(step.output)[:1] + [w for ln in _lines(step.output) for w in ln.split()]:
+        return frozenset({norm(m.group(1), step.where.cwd)})
+    if "os.access" in cmd:  # a mapping printed per path: {'tests/test_a.py': False, ...}
+        found = {norm(p, step.where.cwd) for p in _ACCESS_ROW.findall(step.output)}
+        return frozenset(found)
     return NONE
+
+
+_ACCESS_ROW = re.compile(r"['\"]([^'\"\n]+)['\"]\s*:\s*False\b")
+_STATUS = re.compile(r";\s*echo\s+(['\"]?)([^'\"$\n]*)\$\?\1")
+
+
+def _status_says_no(cmd: str, output: str) -> bool:
+    """``test -w P; echo $?`` (or ``echo "w=$?"``): the printed exit status of the test is not 0."""
+    m = _STATUS.search(cmd)
+    if not m:
+        return False
+    prefix = m.group(2).strip().lower()
+    for line in _lines(output):
+        if line.startswith(prefix) and line[len(prefix):].strip().isdigit():
+            return line[len(prefix):].strip() != "0"
+    return False
 
 
 def _lines(output: str) -> list[str]:
@@ -342,9 +376,9 @@ def error_paths(step: Step) -> Subjects:
     for literals, rx in _QUOTED_DENIED:
         if any(x in text for x in literals):
             named += [m.group(1) for m in rx.finditer(text) if _on_a_denial_line(text, m.start())]
-    found = {norm(p) for p in named if p not in ("bash", "line") and not p.endswith("line 1")}
+    found = {norm(p, step.where.cwd) for p in named if p not in ("bash", "line") and not p.endswith("line 1")}
     if step.tool == "edit_file" and not found and step.failed:
-        found.add(norm(str(step.arguments.get("path", ""))))
+        found.add(norm(str(step.arguments.get("path", "")), step.where.cwd))
     return frozenset(found)
 
 
@@ -353,9 +387,9 @@ def subject_paths(step: Step) -> Subjects:
     paths = set(error_paths(step)) | {p for p, _, _ in ownership_entries(step)} | set(access_refused(step))
     if not paths:
         if step.tool == "edit_file":
-            paths.add(norm(str(step.arguments.get("path", ""))))
+            paths.add(norm(str(step.arguments.get("path", "")), step.where.cwd))
         elif step.tool == "bash":
-            paths |= {norm(p) for p in _path_args(step.command)}
+            paths |= {norm(p, step.where.cwd) for p in _path_args(step.command)}
     return frozenset(paths)
 
 
@@ -363,10 +397,6 @@ def subject_paths(step: Step) -> Subjects:
 _TREE = str.maketrans("├└│─", "    ")
 """findmnt's tree drawing, read as spaces"""
 _OPTS = re.compile(r"^\(?(ro|rw)(,[^\s)]*)?\)?$")
-
-
-def _covers_workspace(target: str) -> bool:
-    return target in ("/", WORKSPACE) or target.startswith(WORKSPACE + "/")
 
 
 def mount_read_only(step: Step) -> Subjects:
@@ -384,7 +414,7 @@ def mount_read_only(step: Step) -> Subjects:
                 continue
             targets = [t for t in tokens[:i] if t.startswith("/")]
             target = targets[-1] if targets else (trailing[-1] if trailing and "findmnt" in step.command else None)
-            if m.group(1) == "ro" and target and _covers_workspace(norm(target, "/")):
+            if m.group(1) == "ro" and target and step.where.covers(norm(target, "/")):
                 found.add(norm(target, "/"))
             break
     return frozenset(found)
@@ -407,28 +437,47 @@ def filesystem_full(step: Step) -> Subjects:
     cmd, text = step.command, step.output
     found = set()
     if re.search(r"\bdf\b", cmd) and "-i" not in _args(cmd.split("|")[0]):
-        header: list[str] = []
-        for line in text.split("\n"):
-            if _DF_HEADER.search(line):
-                header = line.replace("Mounted on", "Mounted_on").split()
-                continue
-            tokens = line.split()
-            if not header or not tokens:
-                continue
-            row = dict(zip(header, tokens, strict=True)) if len(tokens) == len(header) else {}
-            target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
-            pct = next((p for p in map(_pct, tokens) if p is not None), None)
-            avail = row.get("Avail") or row.get("Available")
-            if _covers_workspace(target) and ((pct is not None and pct >= 98) or avail == "0"):
-                found.add(target)
+        found |= _df_full(step)
     m = re.search(r'File: "([^"]+)"', text)
     if m and re.search(r"\bstat\b", cmd) and re.search(r"Available: 0\b", text):
-        target = norm(m.group(1))
-        if _covers_workspace(target):
+        target = norm(m.group(1), step.where.cwd)
+        if step.where.covers(target):
             found.add(target)
     if "disk_usage" in cmd and re.search(r"\bfree=0\)", text):
         found.add(ANY)
+    m = re.search(r"statvfs\(\s*['\"]([^'\"]+)['\"]", cmd)
+    if m and step.where.covers(norm(m.group(1), step.where.cwd)) and _NOTHING_FREE.search(text):
+        found.add(norm(m.group(1), step.where.cwd))
     return frozenset(found)
+
+
+_NOTHING_FREE = re.compile(r"\bf_bavail=0\b|\b(free|avail\w*)\b[^\d\n]{0,12}\b0\b", re.I)
+
+
+def _df_full(step: Step) -> set[str]:
+    """df rows at >= 98% use or with nothing available, on a filesystem holding the workspace.
+    A row cut from its header by the agent's own pipeline (``df -P . | awk 'NR==2'``) still
+    settles the fact when df was asked about one workspace path: the row is that filesystem."""
+    found: set[str] = set()
+    asked = [norm(p, step.where.cwd) for p in _path_args(step.command) if not p.isdigit()]
+    about = asked[0] if len(asked) == 1 and step.where.covers(asked[0]) else None
+    header: list[str] = []
+    for line in step.output.split("\n"):
+        if _DF_HEADER.search(line):
+            header = line.replace("Mounted on", "Mounted_on").split()
+            continue
+        tokens = line.split()
+        if not tokens or line.startswith("[exit code"):
+            continue
+        row = dict(zip(header, tokens, strict=True)) if header and len(tokens) == len(header) else {}
+        target = row.get("Mounted_on") or next((t for t in reversed(tokens) if t.startswith("/")), "")
+        if not header and not target:
+            target = about or ""  # a bare "0 100%": the one filesystem df was asked about
+        pct = next((p for p in map(_pct, tokens) if p is not None), None)
+        avail = row.get("Avail") or row.get("Available")
+        if target and step.where.covers(target) and ((pct is not None and pct >= 98) or avail == "0"):
+            found.add(target)
+    return found
 
 
 # ---------------------------------------------------------------- memory limit
@@ -436,6 +485,10 @@ _MEM_LINES = (
     re.compile(r"^\s*(\d+)\s*$"),  # memory.max / memory.limit_in_bytes value
     re.compile(r"^(?:max memory size|virtual memory)\s+\(kbytes, -[mv]\)\s+(\d+)\s*$"),
 )
+
+
+_MEM_VALUE = re.compile(r"^\s*(?:[\w.]+\s*[:=]\s*)?(\d+)\s*(?:[KMGT]i?B?|bytes)?\s*$", re.I)
+"""a limit printed with a unit or a label by the agent's own code ("16 MiB", "limit: 16777216")"""
 
 
 def memory_limit_shown(step: Step) -> Subjects:
@@ -449,7 +502,7 @@ def memory_limit_shown(step: Step) -> Subjects:
         return frozenset({ANY})
     if re.search(r"memory\.(max|limit_in_bytes)|memory\.high", cmd):
         for line in text.split("\n"):
-            m = _MEM_LINES[0].match(line)
+            m = _MEM_LINES[0].match(line) or _MEM_VALUE.match(line)
             if m and int(m.group(1)) < 2**62:
                 return frozenset({ANY})
     if re.search(r"\bulimit\b", cmd) and any(_MEM_LINES[1].match(ln) for ln in text.split("\n")):
@@ -459,6 +512,7 @@ def memory_limit_shown(step: Step) -> Subjects:
 
 FACTS: dict[str, Callable[[Step], Subjects]] = {
     "locked_workspace_path": locked_workspace_path,
+    "unreadable_workspace_path": unreadable_workspace_path,
     "access_refused": access_refused,
     "mount_read_only": mount_read_only,
     "filesystem_full": filesystem_full,

@@ -15,11 +15,22 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
+from impasse.effects.checks import check as _effect_check
 from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
+from impasse.layout import BENCHMARK, Workspace
 
 EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
 """A bash command that changes files (case-sensitive)."""
+
+
+def shell_text(text: str, exit_code: int | None) -> str:
+    """Shell output the way the benchmark's bash tool renders it (``[exit code: N]`` last): the
+    monitor's and cards' rules read that text, so hooks and converters render foreign output so."""
+    text = text.rstrip()
+    if exit_code is None:
+        return text
+    return f"{text}\n[exit code: {exit_code}]" if text else f"[exit code: {exit_code}]"
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,8 @@ class Step:
     arguments: dict[str, Any] = field(default_factory=dict)
     output: str = ""
     exit_code: int | None = None
+    where: Workspace = BENCHMARK
+    """The workspace the call ran in (its root, its starting directory, the agent's identity)."""
 
     @property
     def command(self) -> str:
@@ -306,6 +319,19 @@ class Plan:
     needed: tuple[Part, ...]
     """The parts that must match and have literals, commands first (short to scan): a step
     lacking one of their literals cannot match."""
+    subject: re.Pattern[str] | None = None
+    """The fact must be about a subject (path) this matches."""
+    effect: str | None = None
+    """A predicate over what the command does (impasse.effects.checks)."""
+
+    def settles(self, step: Step) -> bool:
+        """The fact (about a matching subject) and the effect check hold: run only on steps past
+        the regexes, as both parse the step."""
+        if self.fact is not None:
+            subjects = _fact(self.fact, step)
+            if not subjects or (self.subject is not None and not any(self.subject.search(x) for x in subjects)):
+                return False
+        return self.effect is None or _effect_check(self.effect, step)
 
     def matches(self, step: Step, seen: dict[str, bool] | None = None) -> bool:
         """All given parts hold (the streaming check; :class:`StepTexts` batches it). ``seen``
@@ -323,7 +349,7 @@ class Plan:
                 has = part.hits(step, folded if len(folded) == len(text) else None)
             if has != part.keep:
                 return False
-        return self.fact is None or bool(_fact(self.fact, step))
+        return self.settles(step)
 
 
 _PLANS: dict[int, tuple[Any, Plan]] = {}
@@ -344,8 +370,9 @@ def plan(p: Any) -> Plan:
     parts = tuple(Part.of(get(name), name.removesuffix("_not"), not name.endswith("_not"))
                   for name in ("command", "output", "command_not", "output_not") if get(name) is not None)
     needed = tuple(sorted((pt for pt in parts if pt.keep and pt.sets), key=lambda pt: pt.field != "command"))
+    subject = get("subject")
     made = Plan(get("tool", "any"), parts, get("fact"), get("min_steps", 1), bool(get("before_first_edit", False)),
-                needed)
+                needed, re.compile(subject) if subject else None, get("effect"))
     if len(_PLANS) > 4096:  # patterns built on the fly (tests, user rules): keep the cache bounded
         _PLANS.clear()
     _PLANS[id(p)] = (p, made)  # holding p keeps its id from being reused while cached
@@ -356,6 +383,68 @@ def pattern_matches(p: Any, step: Step) -> bool:
     """``p`` has tool / command / command_not / output / output_not / fact (a card Check or a
     monitor pattern). All given parts must hold."""
     return plan(p).matches(step)
+
+
+@dataclass(frozen=True)
+class _Gates:
+    """The gate literals of a pattern set (the anchors of each pattern's first needed part: a
+    step holding none of them cannot match), built once per pattern set."""
+
+    command: re.Pattern[str] | None
+    """The command literals, longest first, as one alternation: the engine skips to where one
+    may start (a scan in C instead of one substring test per literal; a monitor has dozens)."""
+    command_names: dict[str, frozenset[str]]
+    """literal -> the patterns gated by it or by any literal inside it (a shorter literal found
+    at the same position is inside the longer one)"""
+    output: tuple[tuple[str, tuple[str, ...]], ...]
+    ungated: frozenset[str]
+    tools: dict[str, str] = field(default_factory=dict)
+    """pattern -> the tool it is for ("any" included)"""
+    _seen: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """(tool, folded command) -> the patterns its command gates let through: agents repeat commands,
+    and the answer depends on nothing else"""
+
+    def by_command(self, tool: str, folded: str) -> frozenset[str]:
+        key = (tool, folded)
+        hit = self._seen.get(key)
+        if hit is not None:
+            return hit
+        names, search, found = self.command_names, self.command.search, set()  # type: ignore[union-attr]
+        m = search(folded)
+        while m is not None:  # from one past each hit's start: literals may overlap
+            found |= names[m.group()]
+            m = search(folded, m.start() + 1)
+        hit = frozenset(n for n in found if self.tools[n] in ("any", tool))
+        if len(self._seen) > 8192:
+            self._seen.clear()
+        self._seen[key] = hit
+        return hit
+
+
+_GATES: dict[int, tuple[Any, _Gates]] = {}
+
+
+def _gates(patterns: dict[str, Any], plans: dict[str, Plan]) -> _Gates:
+    hit = _GATES.get(id(patterns))
+    if hit is not None and hit[0] is patterns and len(patterns) == len(hit[1].ungated) + len(
+            {n for ns in hit[1].command_names.values() for n in ns} | {n for _, ns in hit[1].output for n in ns}):
+        return hit[1]
+    fields: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
+    ungated = set()
+    for name, pl in plans.items():
+        if not pl.needed:
+            ungated.add(name)
+        for x in pl.needed[0].anchor if pl.needed else ():
+            fields[pl.needed[0].field].setdefault(x, []).append(name)
+    lits = sorted(fields["command"], key=len, reverse=True)
+    names = {x: frozenset(n for y in lits if y in x for n in fields["command"][y]) for x in lits}
+    rx = re.compile("|".join(re.escape(x) for x in lits)) if lits else None
+    made = _Gates(rx, names, tuple((x, tuple(v)) for x, v in fields["output"].items()), frozenset(ungated),
+                  {name: pl.tool for name, pl in plans.items()})
+    if len(_GATES) > 256:
+        _GATES.clear()
+    _GATES[id(patterns)] = (patterns, made)
+    return made
 
 
 class CNFTracker:
@@ -378,29 +467,20 @@ class CNFTracker:
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
         self._open = list(self.plans)
-        self._gates: dict[str, dict[str, list[str]]] = {"command": {}, "output": {}}
-        """field -> gate literal -> the patterns it gates: the anchor literals of a pattern's first
-        needed part (a step holding none of them cannot match)"""
-        self._ungated = set()
-        for name, pl in self.plans.items():
-            if not pl.needed:
-                self._ungated.add(name)
-            for x in pl.needed[0].anchor if pl.needed else ():
-                self._gates[pl.needed[0].field].setdefault(x, []).append(name)
+        self._gates = _gates(patterns, self.plans)
 
     def _passing(self, step: Step, seen: dict[str, bool]) -> set[str]:
         """The patterns whose gate ``step`` passes (closed ones too: the gates are built once);
         notes the output literals tested in ``seen``."""
-        live = set(self._ungated)
-        folded = step.folded_command
-        for x, names in self._gates["command"].items():
-            if x in folded:
-                live.update(names)
+        g = self._gates
+        live = set(g.ungated)
+        if g.command is not None:
+            live |= g.by_command(step.tool, step.folded_command)
         folded = step.folded_output
-        for x, names in self._gates["output"].items():
+        for x, gated in g.output:
             hit = seen[x] = x in folded
             if hit:
-                live.update(names)
+                live.update(gated)
         return live
 
     def feed(self, step: Step) -> list[str]:
@@ -479,7 +559,7 @@ class StepTexts:
             if pl.tool != "any" and tools[i] != pl.tool:
                 continue
             if all(self._holds(part, i) == part.keep for part in pl.parts) and (
-                    pl.fact is None or _fact(pl.fact, steps[i])):  # facts parse outputs: only past the regexes
+                    (pl.fact is None and pl.effect is None) or pl.settles(steps[i])):  # they parse: past the regexes
                 out.append(i)
                 if limit is not None and len(out) >= limit:
                     break

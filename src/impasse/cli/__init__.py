@@ -13,6 +13,7 @@ from impasse.cli.ask import ask_app
 from impasse.cli.cache import cache_app
 from impasse.cli.common import Guarded, fail, out
 from impasse.cli.conditions import conditions_app, sandbox_app
+from impasse.cli.convert import convert_cmd
 from impasse.cli.release import release_cmd
 from impasse.cli.report import annotate_cmd, report_cmd
 from impasse.cli.run import run_cmd
@@ -29,6 +30,7 @@ app.add_typer(ask_app, name="ask")
 app.command("run")(run_cmd)
 app.command("annotate")(annotate_cmd)
 app.command("report")(report_cmd)
+app.command("convert")(convert_cmd)
 
 
 def _integrations() -> None:

@@ -52,6 +52,11 @@ class Check(BaseModel):
     fact: str | None = Field(None, description="A named fact extractor (impasse.facts.FACTS) that must find its "
                                                "fact in the step: parses owner/mode/mount/free space rather "
                                                "than matching one rendering")
+    subject: str | None = Field(None, description="Regex one of the fact's subjects (the paths it is about) must "
+                                                   "match, e.g. site-packages: the fact about that path, whatever "
+                                                   "command printed it")
+    effect: str | None = Field(None, description="A named predicate over what the command does (impasse.effects."
+                                                 "checks.CHECKS), e.g. obtains_package: any installer or download")
     min_steps: int = Field(1, description="The check holds once this many distinct steps matched")
     before_first_edit: bool = Field(False, description="Only steps before the agent's first edit count")
 
@@ -69,6 +74,13 @@ class Check(BaseModel):
 
             if self.fact not in FACTS:
                 raise ValueError(f"fact: unknown fact {self.fact!r}; known: {', '.join(FACTS)}")
+        if self.subject is not None and self.fact is None:
+            raise ValueError("subject: needs a fact (it filters the fact's subjects)")
+        if self.effect is not None:
+            from impasse.effects.checks import CHECKS
+
+            if self.effect not in CHECKS:
+                raise ValueError(f"effect: unknown effect check {self.effect!r}; known: {', '.join(CHECKS)}")
         return self
 
 

@@ -19,10 +19,11 @@ import fcntl
 import hashlib
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -31,7 +32,9 @@ from typing import Any
 import yaml
 
 from impasse import paths
+from impasse.layout import BENCHMARK, WORKSPACE, Workspace
 from impasse.monitor.monitor import Monitor, Nudge, default_rules
+from impasse.steps import shell_text
 
 STATE_FORMAT = "impasse.hook-state/1"
 
@@ -59,21 +62,13 @@ class ToolEvent:
     event: str | None = None
 
     def step(self) -> list[Any]:
-        return [{"name": self.tool, "arguments": self.arguments}, self.output, self.exit_code]
+        return [{"name": self.tool, "arguments": self.arguments}, self.output, self.exit_code, self.cwd]
 
 
 def _field(payload: dict[str, Any], name: str, what: str) -> Any:
     if name not in payload:
         raise HookInputError(f"hook input has no {name!r} field ({what}); got fields: {', '.join(sorted(payload))}")
     return payload[name]
-
-
-def _shell_text(text: str, exit_code: int | None) -> str:
-    """Shell output the way the benchmark's bash tool renders it (the monitor's rules expect it)."""
-    text = text.rstrip()
-    if exit_code is None:
-        return text
-    return f"{text}\n[exit code: {exit_code}]" if text else f"[exit code: {exit_code}]"
 
 
 def _result_text(result: Any, fields: list[str] | None) -> str:
@@ -117,13 +112,13 @@ def parse_event(payload: Any, agent: str) -> ToolEvent:
     result = payload.get(how["result"])
     if how["failed"]:
         text = _result_text(result, None)
-        m = re.search(spec["exit_code_pattern"], text)
+        m = re.search(spec["exit_code_pattern"], text, re.IGNORECASE)  # "Exit code 1", "exit status 2"
         code = int(m.group(1)) if m else 1
-        output = _shell_text(text, code) if tool == "bash" else f"Error: {text}"
+        output = shell_text(text, code) if tool == "bash" else f"Error: {text}"
     else:
         code = 0
         if tool == "bash":
-            output = _shell_text(_result_text(result, rule.get("output")), 0)
+            output = shell_text(_result_text(result, rule.get("output")), 0)
         elif "output" in rule:
             output = _result_text(result, rule["output"])
         else:
@@ -157,8 +152,39 @@ def _state_path(directory: Path, session: str) -> Path:
     return directory / f"{safe}-{hashlib.sha256(session.encode()).hexdigest()[:12]}.json"
 
 
-def observe(event: ToolEvent, directory: Path) -> Nudge | None:
-    """Feed one event to its session's monitor (under the session's lock) and save the state."""
+def event_workspace(cwd: str | None, root: str | None = None, agent: str | None = None) -> Workspace:
+    """Where the agent of a hook event works. The root: ``root`` (``--workspace``, or
+    ``$IMPASSE_WORKSPACE``), else the benchmark's ``/workspace`` when the event's cwd is in it,
+    else the cwd's git top level, else the cwd. The agent: ``agent`` (``USER[:UID]``, or
+    ``$IMPASSE_AGENT_USER``), else the user this hook runs as (the agent CLI's own)."""
+    root = root or os.environ.get("IMPASSE_WORKSPACE") or None
+    agent = agent or os.environ.get("IMPASSE_AGENT_USER") or None
+    benchmark = not cwd or cwd == WORKSPACE or cwd.startswith(WORKSPACE + "/")
+    if root is None and benchmark and agent is None:
+        return BENCHMARK if not cwd else replace(BENCHMARK, cwd=cwd)
+    root = root or _git_toplevel(cwd) or cwd or WORKSPACE
+    if agent:
+        name, _, uid = agent.partition(":")
+        who = (name, uid) if uid else (name,)
+    else:
+        who = (pwd.getpwuid(os.geteuid()).pw_name, str(os.geteuid()))
+    return Workspace(os.path.normpath(root), os.path.normpath(cwd or root), who)
+
+
+def _git_toplevel(cwd: str | None) -> str | None:
+    if not cwd or not Path(cwd).is_dir():
+        return None
+    try:
+        r = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def observe(event: ToolEvent, directory: Path, workspace: str | None = None, agent: str | None = None) -> Nudge | None:
+    """Feed one event to its session's monitor (under the session's lock) and save the state. The
+    session's workspace is settled by its first event (see :func:`event_workspace`)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = _state_path(directory, event.session)
     with open(path.with_suffix(".lock"), "a") as lock:
@@ -168,9 +194,14 @@ def observe(event: ToolEvent, directory: Path) -> Nudge | None:
         if state.get("rules_version", version) != version:
             raise HookInputError(f"session {event.session} was monitored with rules {state['rules_version']}, "
                                  f"now {version}; delete {path} to start over")
-        monitor = Monitor(diff_provider=lambda: git_diff(event.cwd))
-        for call, output, code in state["steps"]:
-            monitor.observe(call, output, code)
+        if "workspace" not in state:
+            w = event_workspace(event.cwd, workspace, agent)
+            state["workspace"] = {"root": w.root, "cwd": w.cwd, "agent": list(w.agent)}
+        ws = state["workspace"]
+        monitor = Monitor(diff_provider=lambda: git_diff(event.cwd),
+                          workspace=Workspace(ws["root"], ws["cwd"], tuple(ws["agent"])))
+        for recorded in state["steps"]:
+            monitor.observe(*recorded[:4])
         nudge = monitor.observe(*event.step())
         state.update(session=event.session, rules_version=version, steps=[*state["steps"], event.step()])
         tmp = path.with_suffix(".tmp")
@@ -194,11 +225,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent", default="claude-code", help=f"payload format: {', '.join(agents())}")
     parser.add_argument("--state-dir", type=Path, default=None, help="per-session state (default $IMPASSE_HOOK_STATE "
                         "or ~/.cache/impasse/hook-sessions)")
+    parser.add_argument("--workspace", default=None, help="the project root the agent works in (default "
+                        "$IMPASSE_WORKSPACE, else the event's git top level or cwd)")
+    parser.add_argument("--agent-user", default=None, help="USER[:UID] the agent runs as (default "
+                        "$IMPASSE_AGENT_USER, else this process's user)")
     args = parser.parse_args(argv)
-    return run(sys.stdin.read(), args.agent, args.state_dir or state_dir(), sys.stdout)
+    return run(sys.stdin.read(), args.agent, args.state_dir or state_dir(), sys.stdout, args.workspace,
+               args.agent_user)
 
 
-def run(text: str, agent: str, directory: Path, out: Any) -> int:
+def run(text: str, agent: str, directory: Path, out: Any, workspace: str | None = None,
+        agent_user: str | None = None) -> int:
     """Exit 0 with a nudge or nothing on stdout; exit 1 with a message on stderr for bad input
     (a non-blocking error for Claude Code: the agent carries on without the monitor's word)."""
     try:
@@ -207,7 +244,7 @@ def run(text: str, agent: str, directory: Path, out: Any) -> int:
         except json.JSONDecodeError as e:
             raise HookInputError(f"hook input is not JSON (line {e.lineno}: {e.msg}); send one tool event") from e
         event = parse_event(payload, agent)
-        nudge = observe(event, directory)
+        nudge = observe(event, directory, workspace, agent_user)
     except HookInputError as e:
         print(f"impasse monitor hook: {e}", file=sys.stderr)
         return 1

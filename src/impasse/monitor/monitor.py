@@ -19,7 +19,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from impasse.conditions.cards import Check
 from impasse.facts import fact, related, subject_paths
+from impasse.layout import BENCHMARK, Workspace
 from impasse.steps import Alternatives, CNFTracker, Step, plan
 from impasse.tickets.ticket import Blocker, Progress, Request, Ticket
 
@@ -131,6 +132,8 @@ class Monitor:
     diff_provider: Callable[[], str] | None = None
     """Optional: returns the workspace diff, so the pre-filled ticket can list saved changes."""
     escalation_available: bool = True
+    workspace: Workspace = BENCHMARK
+    """Where the agent works: the benchmark's layout, or a project directory (the hook's cwd)."""
 
     def __post_init__(self) -> None:
         self._names = {r.id: {n for g in r.when for n in g} for r in self.rules.rules}
@@ -146,14 +149,18 @@ class Monitor:
         self._errors: dict[int, str] = {}
         self._quotes: dict[tuple[str, int], str] = {}
 
-    def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None) -> Nudge | None:
+    def observe(self, tool_call: dict[str, Any], output: str, exit_code: int | None = None,
+                cwd: str | None = None) -> Nudge | None:
+        """Feed one step; ``cwd`` is the directory the call ran in, when the harness says (relative
+        paths in its command and output are read against it)."""
         args = tool_call.get("arguments", {})
         if isinstance(args, str):
             try:
                 args = json.loads(args)
             except json.JSONDecodeError:
                 args = {"raw": args}
-        step = Step(len(self.steps) + 1, tool_call.get("name", ""), args, output, exit_code)
+        where = self.workspace if cwd is None or cwd == self.workspace.cwd else replace(self.workspace, cwd=cwd)
+        step = Step(len(self.steps) + 1, tool_call.get("name", ""), args, output, exit_code, where)
         self.steps.append(step)
         newly = self.tracker.feed(step)
         if step.tool == "bash" and _TEST_CMD.search(step.command, step.folded_command):

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from impasse.layout import workspace_of
 from impasse.steps import Step
 from impasse.store.events import EVENTS, FORMAT
 
@@ -83,8 +84,9 @@ class Trajectory:
 
     @property
     def steps(self) -> list[Step]:
-        return [Step(e["step"], e.get("tool", ""), e.get("arguments") or {}, e.get("output", ""), e.get("exit_code"))
-                for e in self.events if e["type"] == "step"]
+        where = workspace_of(self.header)
+        return [Step(e["step"], e.get("tool", ""), e.get("arguments") or {}, e.get("output", ""), e.get("exit_code"),
+                     where) for e in self.events if e["type"] == "step"]
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]

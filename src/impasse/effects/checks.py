@@ -1,0 +1,62 @@
+"""Card and monitor checks over what a command does (``effect:`` in a check), whichever program
+does it. A check's regexes stay the cheap gate; these decide."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from impasse.effects.shell import effects_of
+
+if TYPE_CHECKING:
+    from impasse.steps import Step
+
+_INSTALL_VERBS = {"install", "download", "wheel", "index", "add", "sync", "get", "fetch", "create"}
+_INSTALLERS = {"pip", "pip3", "uv", "conda", "mamba", "micromamba", "easy_install", "poetry", "pipenv", "pipx",
+               "apt", "apt-get", "apk", "yum", "dnf", "pdm", "hatch", "rye"}
+_FETCHERS = {"curl", "wget", "aria2c"}
+_NET_PYTHON = re.compile(r"\burllib\b|\brequests\b|\bhttp\.client\b|\burlopen\b|\bpip\._internal\b|\bsocket\b")
+
+
+def obtains_package(step: Step) -> bool:
+    """An attempt to get a package or its source from outside: an installer's install /
+    download verb (pip, uv pip, conda, apt-get, poetry add, ...), a download (curl, wget, git
+    clone), or inline Python that opens a URL."""
+    if step.tool != "bash":
+        return False
+    for e in effects_of(step.command, step.where.cwd):
+        if e.kind == "execute":
+            words = set(e.argv[1:4])
+            if e.program in _INSTALLERS and words & _INSTALL_VERBS:
+                return True
+            if e.program in _FETCHERS or (e.program == "git" and words & {"clone", "fetch", "pull"}):
+                return True
+        elif e.kind == "inline" and e.name == "python" and _NET_PYTHON.search(e.content or ""):
+            return True
+    return False
+
+
+def runs_tests(step: Step) -> bool:
+    """A test run by any runner or wrapper: pytest / py.test / unittest / tox / nox, or a build
+    target that runs them (make test, make check)."""
+    if step.tool != "bash":
+        return False
+    for e in effects_of(step.command, step.where.cwd):
+        if e.kind != "execute":
+            continue
+        if e.program in ("pytest", "py.test", "tox", "nox", "unittest") or (
+                e.program == "make" and set(e.argv[1:]) & {"test", "tests", "check"}):
+            return True
+    return False
+
+
+CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests}
+
+
+def check(name: str, step: Step) -> bool:
+    """Cached per step, like facts (the annotator and the monitor may ask twice)."""
+    cache = step.__dict__.setdefault("_effect_checks", {})
+    if name not in cache:
+        cache[name] = CHECKS[name](step)
+    return cache[name]

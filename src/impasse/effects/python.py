@@ -1,0 +1,343 @@
+"""Inline Python (``python -c``, a heredoc into ``python``) into effects, with :mod:`ast`.
+
+Agents print a stat with ``os.stat``, read a file with ``open``, patch a test with
+``str.replace`` and a write, or shell out with ``subprocess``: the same acts as the shell tools,
+spelled in Python. Calls are read where their arguments are literal (strings, names bound once to
+a string, ``os.path.join`` / ``Path / "x"`` of those); anything else is ``unknown`` with the call.
+Subprocess calls and ``os.system`` are parsed again as shell, through callbacks (this module does
+not import the shell walker).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Callable
+
+from impasse.effects.model import Edit, Effect, resolve
+
+RunArgv = Callable[[list[str], str | None, bool, str | None], list[Effect]]
+RunShell = Callable[[str, str | None], list[Effect]]
+
+_READS = {"read_text", "read_bytes"}
+_WRITES = {"write_text": "write", "write_bytes": "write"}
+_DELETE = {"os.remove", "os.unlink", "os.rmdir", "os.removedirs", "shutil.rmtree", "remove", "unlink", "rmtree"}
+_COPY = {"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "copy", "copy2", "copyfile",
+         "copytree"}
+_MOVE = {"shutil.move", "os.rename", "os.replace", "move", "rename"}
+_INSPECT = {"os.stat", "os.lstat", "os.access", "os.path.exists", "os.path.isfile", "os.path.isdir",
+            "os.path.getsize", "os.path.getmtime", "os.path.islink", "os.path.realpath", "shutil.disk_usage",
+            "os.statvfs", "disk_usage", "stat", "lstat", "access"}
+_LIST = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob", "listdir", "scandir", "walk"}
+_SUBPROCESS = {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+               "subprocess.Popen", "run", "call", "check_call", "check_output", "Popen"}
+_SHELL_STRING = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput", "system", "popen",
+                 "getoutput", "getstatusoutput"}
+_PATH_METHODS = {"unlink": "delete", "rmdir": "delete", "touch": "touch", "mkdir": "mkdir", "chmod": "chmod",
+                 "stat": "inspect", "exists": "inspect", "is_file": "inspect", "is_dir": "inspect",
+                 "iterdir": "list", "glob": "list", "rglob": "list", "open": "read", "lstat": "inspect"}
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else ""
+    return ""
+
+
+def _mode(node: ast.AST) -> str:
+    """A chmod mode as written in the shell (0o644 -> 644), or the expression."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return oct(node.value)[2:]
+    return ast.unparse(node)
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, cwd: str | None, run_argv: RunArgv, run_shell: RunShell, depth: int) -> None:
+        self.cwd = cwd
+        self.run_argv, self.run_shell = run_argv, run_shell
+        self.depth = depth
+        self.consts: dict[str, str | None] = {}
+        self.handles: dict[str, tuple[str, str]] = {}
+        """a name bound to open(path, mode) -> (path, kind)"""
+        self.out: list[Effect] = []
+        self.replacements: list[Edit] = []
+
+    # ---------------------------------------------------------------- literal values
+    def value(self, node: ast.AST | None) -> str | None:
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            v = node.value
+            return v.decode(errors="replace") if isinstance(v, bytes) else v
+        if isinstance(node, ast.Name):
+            return self.consts.get(node.id)
+        if isinstance(node, ast.JoinedStr):
+            parts = [self.value(v.value) if isinstance(v, ast.FormattedValue) else self.value(v) for v in node.values]
+            return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+            a, b = self.value(node.left), self.value(node.right)
+            if a is None or b is None:
+                return None
+            return posixpath.join(a, b) if isinstance(node.op, ast.Div) else a + b
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            args = [self.value(a) for a in node.args]
+            if name.endswith(("Path", "PurePath", "PosixPath")) and len(args) >= 1 and all(a is not None for a in args):
+                return posixpath.join(*args)  # type: ignore[arg-type]
+            if name in ("os.path.join", "path.join", "posixpath.join") and args and all(a is not None for a in args):
+                return posixpath.join(*args)  # type: ignore[arg-type]
+            if name in ("os.path.expanduser", "expanduser", "os.path.abspath", "os.fspath", "str") and len(args) == 1:
+                return args[0]
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("expanduser", "resolve", "absolute"):
+                return self.value(node.func.value)
+        return None
+
+    def path(self, node: ast.AST | None) -> str | None:
+        v = self.value(node)
+        return None if v is None else resolve(v, self.cwd)
+
+    def emit(self, kind: str, path: str | None, **kw) -> None:
+        self.out.append(Effect(kind, path, program="python", **kw))  # type: ignore[arg-type]
+
+    def unknown(self, node: ast.AST, why: str) -> None:
+        self.out.append(Effect("unknown", program="python", detail=why, content=ast.unparse(node)[:200]))
+
+    # ---------------------------------------------------------------- bindings
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.generic_visit(node)
+        v = self.value(node.value)
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                self.consts[t.id] = v if t.id not in self.consts or self.consts[t.id] == v else None
+                self.bind_handle(t.id, node.value)
+            elif isinstance(t, ast.Subscript) and _dotted(t.value) in ("os.environ", "environ"):
+                self.emit("env", None, name=self.value(t.slice) or "", content=v)
+            elif isinstance(t, ast.Subscript) and _dotted(t.value) == "sys.path":
+                for e in getattr(node.value, "elts", []):
+                    self.emit("env", self.path(e), name="sys.path", content=self.value(e))
+            elif isinstance(t, ast.Subscript) and _dotted(t.value) == "sys.modules":
+                self.emit("env", None, name="sys.modules", content=self.value(t.slice))
+
+    def visit_With(self, node: ast.With) -> None:
+        for item in node.items:
+            if isinstance(item.optional_vars, ast.Name):
+                self.bind_handle(item.optional_vars.id, item.context_expr)
+        self.generic_visit(node)
+
+    def bind_handle(self, name: str, call: ast.AST) -> None:
+        opened = self.opened(call)
+        if opened is not None:
+            self.handles[name] = opened
+
+    def opened(self, call: ast.AST) -> tuple[str, str] | None:
+        """(path, read|write|append) of ``open(p, mode)`` / ``Path(p).open(mode)``."""
+        if not isinstance(call, ast.Call):
+            return None
+        name = _dotted(call.func)
+        if name in ("open", "io.open", "codecs.open", "builtins.open"):
+            target, mode_node = (call.args[0] if call.args else None), (call.args[1] if len(call.args) > 1 else None)
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "open" and name != "os.open":
+            target, mode_node = call.func.value, (call.args[0] if call.args else None)
+        else:
+            return None
+        for kw in call.keywords:
+            if kw.arg == "mode":
+                mode_node = kw.value
+        path = self.path(target)
+        if path is None:
+            return ("", "unknown")
+        mode = self.value(mode_node) if mode_node is not None else "r"
+        if mode is None:
+            return (path, "unknown")
+        return (path, "append" if "a" in mode else "write" if ("w" in mode or "x" in mode) else
+                "edit" if "+" in mode else "read")
+
+    # ---------------------------------------------------------------- calls
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.out.append(Effect("import", program="python", name=a.name))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and not node.level:
+            self.out.append(Effect("import", program="python", name=node.module))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        name = _dotted(node.func)
+        attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        for handler in (self.call_io, self.call_text, self.call_files, self.call_paths, self.call_process):
+            if handler(node, name, attr):
+                return
+
+    def call_io(self, node: ast.Call, name: str, attr: str) -> bool:
+        """open(), a handle's write(), Path.read_text / write_text."""
+        args = node.args
+        opened = self.opened(node)
+        if opened is not None:
+            if opened[1] == "unknown":
+                self.unknown(node, "open() of a path or with a mode that is not literal")
+            else:
+                self.emit(opened[1], opened[0])
+            return True
+        if attr in ("write", "writelines"):
+            base = node.func.value  # type: ignore[attr-defined]
+            handle = self.handles.get(base.id) if isinstance(base, ast.Name) else self.opened(base)
+            if handle is not None and handle[0]:
+                self.emit("append" if handle[1] == "append" else "write", handle[0],
+                          content=self.value(args[0]) if args else None)
+                return True
+        if attr in _READS or attr in _WRITES:
+            path = self.path(node.func.value)  # type: ignore[attr-defined]
+            if path is None:
+                return False
+            if attr in _READS:
+                self.emit("read", path)
+            else:
+                self.emit("write", path, content=self.value(args[0]) if args else None)
+            return True
+        return False
+
+    def call_text(self, node: ast.Call, name: str, attr: str) -> bool:
+        """str.replace / re.sub with literal arguments: what a read-modify-write changes."""
+        args = node.args
+        if len(args) < 2 or not (attr == "replace" and name not in _MOVE and not name.startswith("os.")
+                                 or name in ("re.sub", "re.subn")):
+            return False
+        old, new = self.value(args[0]), self.value(args[1])
+        if old is not None and new is not None:
+            self.replacements.append(Edit("sub", old, new, regex=attr != "replace"))
+        return True
+
+    def call_files(self, node: ast.Call, name: str, attr: str) -> bool:
+        """Deletions, copies and moves, chmod / chown, stat-like and listing calls."""
+        args = node.args
+        if name in _DELETE:
+            self.path_effect("delete", args[0] if args else None, node)
+        elif name in _COPY or name in _MOVE:
+            src, dst = (self.path(args[0]) if args else None), (self.path(args[1]) if len(args) > 1 else None)
+            self.transfer(node, name, src, dst, copy=name in _COPY)
+        elif attr == "rename" and isinstance(node.func, ast.Attribute):
+            self.transfer(node, attr, self.path(node.func.value), self.path(args[0]) if args else None, copy=False)
+        elif name in ("os.chmod", "os.lchmod", "os.chown", "os.lchown", "shutil.chown", "chmod", "chown"):
+            mode = (_mode(args[1]),) if len(args) > 1 else ()
+            self.path_effect("chown" if "chown" in name else "chmod", args[0] if args else None, node, argv=mode)
+        elif name in _INSPECT:
+            self.path_effect("inspect", args[0] if args else None, node)
+        elif name in _LIST:
+            self.path_effect("list", args[0] if args else ast.Constant("."), node)
+        elif name in ("os.chdir", "chdir") and args:
+            self.cwd = self.path(args[0])
+        else:
+            return False
+        return True
+
+    def transfer(self, node: ast.AST, name: str, src: str | None, dst: str | None, copy: bool) -> None:
+        if src is None or dst is None:
+            self.unknown(node, f"{name} of paths that are not literal")
+            return
+        self.emit("read" if copy else "delete", src)
+        self.emit("write", dst, source=src, detail="copy" if copy else "move")
+
+    def call_paths(self, node: ast.Call, name: str, attr: str) -> bool:
+        """The import path and the environment: sys.path, os.environ, imports by name;
+        pathlib methods on a literal Path."""
+        args = node.args
+        if name in ("sys.path.insert", "sys.path.append") and args:
+            self.emit("env", self.path(args[-1]), name="sys.path", content=self.value(args[-1]))
+        elif name in ("os.putenv", "os.environ.setdefault") and len(args) >= 2:
+            self.emit("env", None, name=self.value(args[0]) or "", content=self.value(args[1]))
+        elif name in ("importlib.import_module", "import_module", "__import__") and args:
+            self.out.append(Effect("import", program="python", name=self.value(args[0]) or ""))
+        elif attr in _PATH_METHODS and isinstance(node.func.value, ast.Call) and (  # type: ignore[attr-defined]
+                self.value(node.func.value) is not None):  # type: ignore[attr-defined]
+            self.path_effect(_PATH_METHODS[attr], node.func.value, node)  # type: ignore[attr-defined]
+        else:
+            return False
+        return True
+
+    def call_process(self, node: ast.Call, name: str, attr: str) -> bool:
+        """exec/eval of literal code, os.system and subprocess, pytest.main."""
+        args = node.args
+        if not args:
+            return False
+        if name in ("exec", "eval") and self.value(args[0]) is not None:
+            self.out.extend(python_effects(self.value(args[0]) or "", self.cwd, self.run_argv, self.run_shell,
+                                           self.depth + 1))
+        elif name in _SHELL_STRING:
+            command = self.value(args[0])
+            if command is None:
+                self.unknown(node, f"{name} of a command that is not literal")
+            else:
+                self.out.extend(self.run_shell(command, self.cwd))
+        elif name in _SUBPROCESS and (name.startswith("subprocess") or name == "Popen"):
+            self.subprocess(node, name)
+        elif name == "pytest.main":
+            argv = self.list_of(args[0])
+            if argv is not None:
+                self.out.extend(self.run_argv(["pytest", *argv], None, False, self.cwd))
+        else:
+            return False
+        return True
+
+    def path_effect(self, kind: str, target: ast.AST | None, node: ast.AST, **kw) -> None:
+        path = self.path(target)
+        if path is None:
+            self.unknown(node, f"{kind} of a path that is not literal")
+        else:
+            self.emit(kind, path, **kw)
+
+    def list_of(self, node: ast.AST) -> list[str] | None:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            vals = [self.value(e) for e in node.elts]
+            return vals if all(v is not None for v in vals) else None  # type: ignore[return-value]
+        return None
+
+    def subprocess(self, node: ast.Call, name: str) -> None:
+        first = node.args[0]
+        kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        shell = isinstance(kws.get("shell"), ast.Constant) and kws["shell"].value is True  # type: ignore[attr-defined]
+        stdin = self.value(kws["input"]) if "input" in kws else None
+        fed = "input" in kws or "stdin" in kws
+        cwd = self.path(kws["cwd"]) if "cwd" in kws else self.cwd
+        if shell:
+            command = self.value(first)
+            if command is None:
+                self.unknown(node, f"{name} of a command that is not literal")
+            else:
+                self.out.extend(self.run_shell(command, cwd))
+            return
+        argv = self.list_of(first)
+        if argv is None:
+            single = self.value(first)
+            argv = [single] if single is not None else None
+        if argv is None:
+            self.unknown(node, f"{name} of arguments that are not literal")
+            return
+        self.out.extend(self.run_argv(argv, stdin, fed, cwd))
+
+
+def python_effects(code: str, cwd: str | None, run_argv: RunArgv, run_shell: RunShell, depth: int = 0) -> list[Effect]:
+    """Effects of running ``code`` in ``cwd``. A file both read and written by the code is an
+    ``edit`` carrying the literal replacements the code makes (``str.replace``, ``re.sub``)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError) as e:
+        return [Effect("unknown", program="python", detail=f"python does not parse: {e.__class__.__name__}",
+                       content=code[:200])]
+    if depth > 4:
+        return [Effect("unknown", program="python", detail="nested too deep")]
+    r = _Reader(cwd, run_argv, run_shell, depth)
+    r.visit(tree)
+    read = {e.path for e in r.out if e.kind == "read"}
+    out = []
+    for e in r.out:
+        if e.kind == "write" and e.path in read and e.content is None:
+            e = Effect("edit", e.path, program="python", edits=tuple(r.replacements), via=e.via)
+        elif e.kind == "edit" and r.replacements and not e.edits:
+            e = Effect(e.kind, e.path, program="python", content=e.content, edits=tuple(r.replacements), via=e.via,
+                       source=e.source, detail=e.detail)
+        out.append(e)
+    return list(dict.fromkeys(out))  # open(p, 'w').write(s) is seen as the open and as the write

@@ -1,0 +1,901 @@
+"""Shell calls into effects, with tree-sitter's bash grammar.
+
+Why tree-sitter-bash: agents' commands are full of heredocs, ``case``, ``[[ ]]`` and ``$(( ))``,
+which bashlex (the pure-Python alternative) refuses to parse, and it is MIT-licensed where bashlex
+is GPL-3 (this package is MIT and its core is imported into other people's harnesses). It parses a
+typical command in ~15 µs (bashlex: ~600 µs), and :func:`effects_of` caches per distinct command.
+It is a core dependency (two wheels, ~0.9 MB, no dependencies of their own); without it every
+command is one ``unknown`` effect and the monitor and annotator still run on their output rules.
+
+Semantics kept: pipelines (stdin literals flow to ``tee``, ``sudo -S``, ``python -``, ``xargs``),
+``&&`` / ``||`` / ``;``, subshells (``cd`` inside does not leak), redirections (``>``, ``>>``,
+``<``, heredocs, here-strings), wrappers (``sudo``, ``env``, ``timeout``, ``xargs``, ...),
+``find -exec`` / ``-delete``, ``bash -c`` / ``eval`` (parsed again), ``cd`` changing the base of
+relative paths, shell variables and ``for`` values that are literal, and interpreters' inline code
+(Python read with ``ast``: see :mod:`impasse.effects.python`). Anything else is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, replace
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from impasse.effects.model import Edit, Effect, Effects, resolve
+from impasse.effects.python import python_effects
+
+MAX_DEPTH = 4
+"""bash -c inside python -c inside bash -c ...: deeper than this is reported as unknown."""
+_GLOB = re.compile(r"[*?\[]")
+_PYTHON = re.compile(r"^(python[\d.]*|pypy[\d.]*)$")
+_SHELLS = ("bash", "sh", "dash", "zsh", "ksh")
+_INLINE = {"perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "-p", "--eval", "--print"),
+           "nodejs": ("-e", "-p"), "php": ("-r",), "Rscript": ("-e",), "lua": ("-e",)}
+
+
+@cache
+def table() -> dict[str, Any]:
+    return yaml.safe_load(resources.files("impasse.effects").joinpath("programs.yaml").read_text())
+
+
+@cache
+def _parser() -> Any:
+    """The bash parser, or None when tree-sitter is not installed (then every command is unknown)."""
+    try:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+    except ImportError:
+        return None
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    literal: bool = True
+    glob: bool = False
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What a command sends down a pipe: its stdout when literal, or the paths it lists."""
+
+    text: str | None = None
+    paths: tuple[Word, ...] = ()
+    fed: bool = False
+    """Something reaches stdin (a pipe, a redirection from a file, a heredoc or here-string)."""
+
+
+NOTHING = Feed()
+
+
+@lru_cache(maxsize=65536)
+def effects_of(command: str, cwd: str | None = "/workspace/repo") -> Effects:
+    """What ``command`` does when run in ``cwd`` (None: unknown base; relative paths stay
+    relative). Cached per (command, cwd): agents repeat themselves."""
+    w = _Walker(cwd)
+    w.shell(command)
+    return Effects(tuple(w.out), cwd)
+
+
+class _Walker:
+    def __init__(self, cwd: str | None, depth: int = 0, via: tuple[str, ...] = ()) -> None:
+        self.cwd = cwd
+        self.depth = depth
+        self.via = via
+        self.vars: dict[str, str | None] = {}
+        self.out: list[Effect] = []
+
+    # ------------------------------------------------------------------ entry points
+    def shell(self, text: str) -> None:
+        parser = _parser()
+        if parser is None:
+            self.emit("unknown", detail="shell parser not installed (pip install tree-sitter-bash)")
+            return
+        if self.depth > MAX_DEPTH:
+            self.emit("unknown", detail="nested too deep", content=text[:200])
+            return
+        data = text.encode()
+        self._src = data
+        self.node(parser.parse(data).root_node)
+
+    def sub(self, via: str) -> _Walker:
+        w = _Walker(self.cwd, self.depth + 1, (*self.via, via) if via else self.via)
+        w.vars = dict(self.vars)
+        return w
+
+    def merge(self, w: _Walker) -> None:
+        self.out.extend(w.out)
+
+    def emit(self, kind: str, path: str | None = None, **kw: Any) -> None:
+        self.out.append(Effect(kind, path, via=self.via, **kw))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ tree walk
+    def node(self, n: Any, feed: Feed = NOTHING) -> Feed:
+        handler = _NODES.get(n.type)
+        if handler is not None:
+            return handler(self, n, feed)
+        if n.type in _SILENT:
+            return NOTHING
+        for c in n.named_children:  # program, list, compound statements, if/while/case, functions
+            self.node(c)
+        return NOTHING
+
+    def subshell(self, n: Any, feed: Feed) -> Feed:
+        saved, vars_ = self.cwd, dict(self.vars)
+        for c in n.named_children:
+            self.node(c)
+        self.cwd, self.vars = saved, vars_
+        return NOTHING
+
+    def substitution(self, n: Any, feed: Feed) -> Feed:
+        w = self.sub("")
+        for c in n.named_children:
+            w.node(c)
+        self.merge(w)
+        return NOTHING
+
+    def error(self, n: Any, feed: Feed) -> Feed:
+        self.emit("unknown", detail="shell syntax error", content=self.text(n)[:200])
+        return NOTHING
+
+    def text(self, n: Any) -> str:
+        return n.text.decode(errors="replace")
+
+    def pipeline(self, parts: list[Any], feed: Feed) -> Feed:
+        for k, c in enumerate(parts):
+            feed = self.node(c, replace(feed, fed=True) if k else feed)
+        return feed
+
+    def redirected(self, n: Any, feed: Feed = NOTHING) -> Feed:
+        body = n.child_by_field_name("body")
+        redirects = [c for c in n.named_children if c is not body]
+        if body is None:
+            return NOTHING
+        if body.type == "command":
+            return self.command(body, feed, redirects)
+        if body.type in ("list", "pipeline"):  # `a && b > f`: the redirection is b's
+            kids = body.named_children
+            if body.type == "pipeline":
+                feed = self.pipeline(kids[:-1], feed)
+            else:
+                for c in kids[:-1]:
+                    self.node(c)
+                feed = NOTHING
+            last = kids[-1] if kids else None
+            if last is not None and last.type == "command":
+                return self.command(last, feed, redirects)
+            if last is not None:
+                self.node(last, feed)
+            self.redirections(redirects, None, NOTHING)
+            return NOTHING
+        stdin = self.redirections(redirects, None, NOTHING, inputs_only=True)
+        self.node(body, stdin or feed)
+        self.redirections(redirects, None, NOTHING, outputs_only=True)
+        return NOTHING
+
+    # ------------------------------------------------------------------ words
+    def word(self, n: Any) -> Word:
+        t = n.type
+        if t == "command_name":
+            return self.word(n.named_children[0]) if n.named_children else Word(self.text(n))
+        if t == "word":
+            raw = self.text(n)
+            return Word(re.sub(r"\\(.)", r"\1", raw), True, bool(_GLOB.search(raw)))
+        if t == "raw_string":
+            return Word(self.text(n)[1:-1])
+        if t == "ansi_c_string":
+            body = self.text(n)[2:-1]
+            return Word(body.encode().decode("unicode_escape", errors="replace"))
+        if t in ("number", "string_content", "heredoc_content"):
+            return Word(self.text(n))
+        if t in ("simple_expansion", "expansion"):
+            name = re.sub(r"[${}]", "", self.text(n))
+            value = self.vars.get(name)
+            return Word(value, True, bool(_GLOB.search(value))) if value is not None else Word(self.text(n), False)
+        if t in ("command_substitution", "process_substitution"):
+            self.node(n)
+            return Word(self.text(n), False)
+        if t in ("string", "concatenation", "translated_string"):
+            parts = [self.word(c) for c in n.named_children]
+            if t == "string" and not n.named_children:
+                return Word("")
+            text = "".join(p.text for p in parts)
+            if t == "string":  # quotes and spaces between string_content nodes are kept as written
+                inner = self.text(n)[1:-1]
+                if all(p.literal for p in parts) and "$" not in inner and "`" not in inner:
+                    text = inner.replace('\\"', '"').replace("\\\\", "\\").replace("\\$", "$")
+            return Word(text, all(p.literal for p in parts), any(p.glob for p in parts) and t != "string")
+        return Word(self.text(n), False)
+
+    # ------------------------------------------------------------------ assignments, loops, tests
+    def assignments(self, n: Any, feed: Feed = NOTHING) -> Feed:
+        export = n.type == "declaration_command"
+        nodes = [n] if n.type == "variable_assignment" else [c for c in n.named_children
+                                                           if c.type == "variable_assignment"]
+        for a in nodes:
+            name = a.child_by_field_name("name")
+            value = a.child_by_field_name("value")
+            key = self.text(name) if name is not None else ""
+            w = self.word(value) if value is not None else Word("")
+            self.vars[key] = w.text if w.literal else None
+            self.emit("env", name=key, content=w.text, detail="export" if export else "")
+        return NOTHING
+
+    def for_loop(self, n: Any, feed: Feed = NOTHING) -> Feed:
+        var = n.child_by_field_name("variable")
+        values = [self.word(v) for v in n.children_by_field_name("value")]
+        body = n.child_by_field_name("body")
+        key = self.text(var) if var is not None else ""
+        if body is None:
+            return NOTHING
+        if len(values) == 1 and values[0].literal:
+            self.vars[key] = values[0].text
+        else:  # several values: each path effect of the body is about one of them
+            self.vars[key] = None
+        for c in body.named_children:
+            self.node(c)
+        if len(values) > 1:
+            for v in values:
+                if v.literal:
+                    self.emit("inspect", resolve(v.text, self.cwd), program="for", glob=v.glob)
+        return NOTHING
+
+    def test(self, n: Any, feed: Feed = NOTHING) -> Feed:
+        for c in n.named_children:
+            if c.type in ("unary_expression", "binary_expression"):
+                for w in c.named_children:
+                    if w.type != "test_operator":
+                        word = self.word(w)
+                        if word.text and not word.text.startswith("-"):
+                            self.emit("inspect", resolve(word.text, self.cwd), program="test", glob=word.glob)
+        return NOTHING
+
+    # ------------------------------------------------------------------ redirections
+    def redirections(self, redirects: list[Any], out: Feed | None, stdin: Feed, inputs_only: bool = False,
+                     outputs_only: bool = False) -> Feed | None:
+        """Apply ``redirects``: inputs (``<``, heredoc, here-string) return what the command reads
+        on stdin; outputs (``>``, ``>>``) are writes of ``out.text`` when literal."""
+        got: Feed | None = None
+        for r in redirects:
+            t = r.type
+            if t == "heredoc_redirect" and not outputs_only:
+                got = Feed(self.heredoc(r), fed=True)
+            elif t == "herestring_redirect" and not outputs_only:
+                kids = [c for c in r.named_children]
+                w = self.word(kids[-1]) if kids else Word("")
+                got = Feed((w.text + "\n") if w.literal else None, fed=True)
+            elif t == "file_redirect":
+                got = self.file_redirect(r, out, inputs_only, outputs_only) or got
+        return got
+
+    def heredoc(self, r: Any) -> str | None:
+        start = next((c for c in r.named_children if c.type == "heredoc_start"), None)
+        body = next((c for c in r.named_children if c.type == "heredoc_body"), None)
+        if body is None:
+            return ""
+        quoted = start is not None and self.text(start)[:1] in "'\"\\"
+        if not quoted and any(c.type != "heredoc_content" for c in body.named_children):
+            return None  # an unquoted heredoc with expansions: its text is not literal
+        text = self.text(body)
+        if start is not None and self.text(r).startswith("<<-"):
+            text = "\n".join(ln.lstrip("\t") for ln in text.split("\n"))
+        return text
+
+    def file_redirect(self, r: Any, out: Feed | None, inputs_only: bool, outputs_only: bool) -> Feed | None:
+        op = next((self.text(c) for c in r.children if not c.is_named), "")
+        dest = r.child_by_field_name("destination")
+        if dest is None or dest.type == "number" or op in (">&", "<&") and self.text(dest).isdigit():
+            return None
+        w = self.word(dest)
+        if w.text.startswith("/dev/") or w.text in ("-",):
+            return None
+        path = resolve(w.text, self.cwd)
+        if op in ("<",):
+            if not outputs_only:
+                self.emit("read", path, program="<", glob=w.glob)
+                return Feed(None, fed=True)
+            return None
+        if inputs_only:
+            return None
+        descriptor = next((self.text(c) for c in r.named_children if c.type == "file_descriptor"), "")
+        content = out.text if (out is not None and descriptor in ("", "1")) else None
+        kind = "append" if op in (">>", "&>>") else "write"
+        if content == "" and kind == "write" and out is not None and out.text == "":
+            kind = "truncate"
+        self.emit(kind, path, program=op, content=content, glob=w.glob)
+        return None
+
+    # ------------------------------------------------------------------ simple commands
+    def command(self, n: Any, feed: Feed, outer_redirects: list[Any]) -> Feed:
+        env_nodes = [c for c in n.named_children if c.type == "variable_assignment"]
+        name = n.child_by_field_name("name")
+        own_redirects = [c for c in n.named_children if c.type.endswith("redirect")]
+        redirects = own_redirects + outer_redirects
+        nested = [c for r in redirects if r.type == "heredoc_redirect" for c in r.named_children
+                  if c.type in ("file_redirect", "pipeline") or r.field_name_for_named_child(
+                      r.named_children.index(c)) == "right"]
+        if name is None:
+            self.assignments_local(env_nodes)
+            self.redirections(redirects, Feed(""), NOTHING)
+            return NOTHING
+        env = self.assignments_local(env_nodes)
+        words = [self.word(name)] + [self.word(a) for a in n.children_by_field_name("argument")]
+        stdin = self.redirections(redirects, None, NOTHING, inputs_only=True)
+        out = self.run(words, stdin if stdin is not None else feed, env)
+        self.redirections([r for r in redirects if r.type == "file_redirect"], out, NOTHING, outputs_only=True)
+        for c in nested:
+            if c.type == "file_redirect":
+                self.file_redirect(c, out, False, True)
+            elif c.type == "pipeline":
+                out = self.pipeline(c.named_children, out)
+            else:
+                self.node(c)
+        return out
+
+    def assignments_local(self, nodes: list[Any]) -> dict[str, str | None]:
+        env = {}
+        for a in nodes:
+            name = a.child_by_field_name("name")
+            value = a.child_by_field_name("value")
+            key = self.text(name) if name is not None else ""
+            w = self.word(value) if value is not None else Word("")
+            env[key] = w.text if w.literal else None
+            self.emit("env", name=key, content=w.text, detail="command")
+        return env
+
+    def run(self, words: list[Word], feed: Feed, env: dict[str, str | None] | None = None) -> Feed:
+        """Effects of running ``words`` with ``feed`` on stdin; returns what it prints (when known)."""
+        if not words:
+            return NOTHING
+        head = words[0]
+        prog = posixpath.basename(head.text) if head.literal else head.text
+        argv = tuple(w.text for w in words)
+        self.emit("execute", program=prog, argv=argv, stdin=feed.text, fed=feed.fed or feed.text is not None)
+        if not head.literal:
+            self.emit("unknown", detail="the program's name is not literal", content=head.text)
+            return NOTHING
+        handler = _HANDLERS.get(prog)
+        if handler is not None:
+            return handler(self, words, feed)
+        if _PYTHON.match(prog):
+            return self.python(words, feed)
+        if prog in _SHELLS:
+            return self.shell_program(words, feed)
+        if prog in _INLINE:
+            return self.inline(prog, words)
+        spec = table()["wrappers"].get(prog)
+        if spec is not None:
+            return self.wrapper(prog, spec, words, feed)
+        spec = table()["programs"].get(prog)
+        if spec is not None:
+            return self.operands(prog, spec, words, feed)
+        return NOTHING
+
+    # ------------------------------------------------------------------ generic operands
+    def split(self, spec: dict[str, Any], words: list[Word]) -> tuple[dict[str, list[Word]], list[Word]]:
+        """(options seen -> their values, operands) for ``words`` after the program name."""
+        values = set(spec.get("values", [])) | set(spec.get("script_options", []))
+        opts: dict[str, list[Word]] = {}
+        operands: list[Word] = []
+        it = iter(words)
+        ended = False
+        for w in it:
+            t = w.text
+            if ended or not t.startswith("-") or t == "-" or not w.literal:
+                operands.append(w)
+                continue
+            if t == "--":
+                ended = True
+                continue
+            if t.startswith("--") and "=" in t:
+                k, v = t.split("=", 1)
+                opts.setdefault(k, []).append(Word(v))
+            elif t in values:
+                opts.setdefault(t, []).append(next(it, Word("")))
+            elif not t.startswith("--") and len(t) > 2 and t[:2] in values:
+                opts.setdefault(t[:2], []).append(Word(t[2:]))  # -n5, -eSCRIPT
+            else:
+                opts.setdefault(t, [])
+                if not t.startswith("--"):
+                    for ch in t[1:]:
+                        opts.setdefault("-" + ch, [])
+        return opts, operands
+
+    def operands(self, prog: str, spec: dict[str, Any], words: list[Word], feed: Feed) -> Feed:
+        opts, operands = self.split(spec, words[1:])
+        scripts = [v for o in spec.get("script_options", []) for v in opts.get(o, [])]
+        script: str | None = None
+        if scripts:
+            script = "\n".join(w.text for w in scripts)
+        elif spec.get("first"):
+            head, operands = operands[:spec["first"]], operands[spec["first"]:]
+            script = head[0].text if head else None
+        in_place = any(o in opts or any(k.startswith(o) for k in opts) for o in spec.get("in_place", []))
+        kind = spec["operands"]
+        if kind == "inspect" and any(o in opts for o in spec.get("recursive_list", [])):
+            kind = "list"
+        if prog == "dd":
+            return self.dd(operands)
+        paths = [(resolve(w.text, self.cwd), w) for w in operands if w.text not in ("-", "]", "!")]
+        if kind in ("copy", "move", "link"):
+            return self.transfer(prog, kind, opts, paths)
+        extra: dict[str, Any] = {}
+        if kind in ("chmod", "chown"):
+            extra["argv"] = (script or "",)
+        if in_place:
+            kind = "edit"
+            extra["content"] = script
+            extra["edits"] = sed_edits(script or "") if prog == "sed" else ()
+        elif kind == "write":
+            appending = any(o in opts for o in spec.get("append", []))
+            kind = "append" if appending else "write"
+            extra["content"] = feed.text
+        recursive = any(o in opts for o in ("-r", "-R", "--recursive")) and kind == "read"
+        for path, w in paths:
+            self.emit(kind, path, program=prog, glob=w.glob, detail="recursive" if recursive else "", **extra)
+        if kind in ("write", "append"):
+            return Feed(feed.text)
+        if kind == "read" and not paths and prog == "cat":
+            return Feed(feed.text)
+        return self.listed(prog, opts, [p for p, _ in paths])
+
+    def listed(self, prog: str, opts: dict[str, list[Word]], paths: list[str]) -> Feed:
+        """What a listing sends down a pipe: the paths it names (for xargs)."""
+        recursive = "-r" in opts or "-R" in opts
+        if prog in ("grep", "rg") and ("-l" in opts or "-L" in opts or recursive):
+            return Feed(None, tuple(Word(posixpath.join(p, "**") if recursive else p, True, True) for p in paths))
+        if prog == "ls":
+            return Feed(None, tuple(Word(posixpath.join(p, "*"), True, True) for p in paths)
+                        or (Word(posixpath.join(self.cwd or ".", "*"), True, True),))
+        return NOTHING
+
+    def transfer(self, prog: str, kind: str, opts: dict[str, list[Word]], paths: list[tuple[str, Word]]) -> Feed:
+        target = opts.get("-t") or opts.get("--target-directory")
+        if target:
+            dest, sources = resolve(target[0].text, self.cwd), paths
+        elif len(paths) >= 2:
+            dest, sources = paths[-1][0], paths[:-1]
+        else:
+            self.emit("unknown", detail=f"{prog} without a destination")
+            return NOTHING
+        for src, w in sources:
+            if kind == "copy":
+                self.emit("read", src, program=prog, glob=w.glob)
+            elif kind == "move":
+                self.emit("delete", src, program=prog, glob=w.glob)
+            self.emit("write", dest, program=prog, source=src, glob=w.glob, detail=kind)
+        return NOTHING
+
+    def dd(self, operands: list[Word]) -> Feed:
+        for w in operands:
+            if w.text.startswith("if="):
+                self.emit("read", resolve(w.text[3:], self.cwd), program="dd")
+            elif w.text.startswith("of="):
+                self.emit("write", resolve(w.text[3:], self.cwd), program="dd")
+        return NOTHING
+
+    # ------------------------------------------------------------------ wrappers and interpreters
+    def wrapper(self, prog: str, spec: dict[str, Any], words: list[Word], feed: Feed) -> Feed:
+        values = set(spec.get("values", []))
+        rest = words[1:]
+        i = 0
+        env_cwd = None
+        while i < len(rest) and rest[i].text.startswith("-") and rest[i].literal and rest[i].text != "-":
+            opt = rest[i].text
+            if opt == "--":
+                i += 1
+                break
+            if opt in values:
+                if prog == "env" and opt in ("-C", "--chdir") and i + 1 < len(rest):
+                    env_cwd = rest[i + 1].text
+                i += 2
+            else:
+                i += 1
+        while prog == "env" and i < len(rest) and re.match(r"^[A-Za-z_]\w*=", rest[i].text):
+            k, v = rest[i].text.split("=", 1)
+            self.emit("env", name=k, content=v, detail="command")
+            i += 1
+        i += spec.get("skip", 0)
+        inner = rest[i:]
+        if not inner:
+            return NOTHING
+        w = self.sub(prog)
+        if env_cwd:
+            w.cwd = resolve(env_cwd, self.cwd)
+        if prog == "xargs":
+            extra = [Word(x) for x in (feed.text or "").split()] if feed.text is not None else list(feed.paths)
+            if not extra:
+                w.emit("unknown", detail="xargs operands come from a stream that is not shown")
+            placeholder = rest[i - 1].text if i and rest[i - 2].text in ("-I", "-i") else None
+            if placeholder:
+                inner = [e if x.text == placeholder else x for x in inner for e in (extra or [x])]
+                out = w.run(inner, NOTHING)
+            else:
+                out = w.run([*inner, *extra], NOTHING)
+        elif prog == "watch":
+            w.shell(" ".join(x.text for x in inner))
+            out = NOTHING
+        else:
+            out = w.run(inner, feed)
+        self.merge(w)
+        return out
+
+    def shell_program(self, words: list[Word], feed: Feed) -> Feed:
+        args = words[1:]
+        w = self.sub(words[0].text)
+        for k, a in enumerate(args):
+            if a.text == "-c" or (a.text.startswith("-") and "c" in a.text[1:] and not a.text.startswith("--")):
+                if k + 1 < len(args):
+                    code = args[k + 1]
+                    if code.literal:
+                        w.shell(code.text)
+                    else:
+                        w.emit("unknown", detail="bash -c with a command that is not literal", content=code.text)
+                self.merge(w)
+                return NOTHING
+        operands = [a for a in args if not a.text.startswith("-")]
+        if operands:
+            w.emit("execute", program=operands[0].text, argv=tuple(x.text for x in operands))
+            w.emit("read", resolve(operands[0].text, self.cwd), program=words[0].text, detail="script")
+        elif feed.text is not None:
+            w.shell(feed.text)
+        self.merge(w)
+        return NOTHING
+
+    def python(self, words: list[Word], feed: Feed) -> Feed:
+        args = words[1:]
+        i = 0
+        code: str | None = None
+        while i < len(args):
+            t = args[i].text
+            if t == "-c" or t.startswith("-c") and len(t) > 2 and args[i].literal:
+                piece = args[i + 1] if t == "-c" and i + 1 < len(args) else Word(t[2:])
+                if piece.literal:
+                    code = piece.text
+                else:
+                    self.emit("unknown", detail="python -c with code that is not literal", content=piece.text)
+                    return NOTHING
+                break
+            if t == "-m" or (t.startswith("-m") and len(t) > 2):
+                module = args[i + 1].text if t == "-m" and i + 1 < len(args) else t[2:]
+                rest = args[i + 2:] if t == "-m" else args[i + 1:]
+                w = self.sub(words[0].text)
+                out = w.run([Word(module), *rest], feed)
+                self.merge(w)
+                return out
+            if t in ("-W", "-X", "--check-hash-based-pycs"):
+                i += 2
+                continue
+            if t.startswith("-") and t != "-":
+                i += 1
+                continue
+            if t != "-":  # a script
+                self.emit("read", resolve(t, self.cwd), program=words[0].text, detail="script")
+                return NOTHING
+            code = feed.text
+            if code is None:
+                self.emit("unknown", detail="python reads code from a stream that is not shown")
+                return NOTHING
+            break
+        else:
+            code = feed.text
+        if code is None:
+            return NOTHING
+        self.inline_python(code)
+        return NOTHING
+
+    def inline_python(self, code: str) -> None:
+        self.emit("inline", name="python", content=code)
+        if self.depth > MAX_DEPTH:
+            self.emit("unknown", detail="nested too deep")
+            return
+        self.out.extend(replace(e, via=(*self.via, "python", *e.via)) for e in
+                        python_effects(code, self.cwd, self.run_for_python, self.shell_for_python))
+
+    def run_for_python(self, argv: list[str], stdin: str | None, fed: bool, cwd: str | None) -> list[Effect]:
+        w = _Walker(cwd, self.depth + 1, ())
+        w.run([Word(a) for a in argv], Feed(stdin, fed=fed))
+        return w.out
+
+    def shell_for_python(self, command: str, cwd: str | None) -> list[Effect]:
+        w = _Walker(cwd, self.depth + 1, ())
+        w.shell(command)
+        return w.out
+
+    def inline(self, prog: str, words: list[Word]) -> Feed:
+        flags = _INLINE[prog]
+        code, operands, in_place, k = [], [], False, 1
+        while k < len(words):
+            t = words[k].text
+            if t in flags and k + 1 < len(words):
+                code.append(words[k + 1].text)
+                k += 2
+                continue
+            if t.startswith("-") and len(t) > 1:
+                cluster = t[1:]
+                if "i" in cluster and prog in ("perl", "ruby"):
+                    in_place = True
+                if cluster[-1:] in ("e", "E") and prog in ("perl", "ruby") and k + 1 < len(words):
+                    code.append(words[k + 1].text)
+                    k += 2
+                    continue
+            else:
+                operands.append(words[k])
+            k += 1
+        text = "\n".join(code)
+        self.emit("inline", name=prog, content=text)
+        edits = sed_edits(text) if prog == "perl" else ()
+        for w in operands:
+            self.emit("edit" if in_place else "read", resolve(w.text, self.cwd), program=prog, glob=w.glob,
+                      content=text if in_place else None, edits=edits if in_place else ())
+        return NOTHING
+
+
+# ---------------------------------------------------------------------- special programs
+def _cd(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    target = words[1] if len(words) > 1 else None
+    if target is None or not target.literal or target.text in ("-", "~") or target.text.startswith(("~", "$")):
+        w.cwd = None if target is None or target.text != "." else w.cwd
+        return NOTHING
+    w.cwd = resolve(target.text, w.cwd) if (w.cwd is not None or target.text.startswith("/")) else None
+    return NOTHING
+
+
+def _echo(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = words[1:]
+    newline, escapes = True, False
+    while args and args[0].text in ("-n", "-e", "-ne", "-en", "-E"):
+        newline = newline and "n" not in args[0].text
+        escapes = escapes or "e" in args[0].text
+        args = args[1:]
+    if not all(a.literal for a in args):
+        return Feed(None, fed=True)
+    text = " ".join(a.text for a in args)
+    if escapes:
+        text = text.encode().decode("unicode_escape", errors="replace")
+    return Feed(text + ("\n" if newline else ""))
+
+
+def _printf(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = words[1:]
+    if args and args[0].text == "-v":
+        return NOTHING
+    if not args or not all(a.literal for a in args):
+        return Feed(None, fed=True)
+    fmt, values = args[0].text, [a.text for a in args[1:]]
+    if re.search(r"%[^s%]", fmt.replace("%%", "")):
+        return NOTHING  # only %s is rendered; other conversions would be a guess
+    fmt = fmt.encode().decode("unicode_escape", errors="replace")
+    slots = fmt.count("%s")
+    if slots == 0:
+        return Feed(fmt.replace("%%", "%"))
+    out = []
+    values = values or [""]
+    for k in range(0, max(len(values), 1), slots):
+        chunk = values[k:k + slots] + [""] * (slots - len(values[k:k + slots]))
+        out.append(fmt.replace("%%", "\0") % tuple(chunk))
+    return Feed("".join(out).replace("\0", "%"))
+
+
+def _yes(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    return Feed((" ".join(x.text for x in words[1:]) or "y") + "\n")
+
+
+def _eval(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    if all(x.literal for x in words[1:]):
+        sub = w.sub("eval")
+        sub.shell(" ".join(x.text for x in words[1:]))
+        w.merge(sub)
+    else:
+        w.emit("unknown", detail="eval of text that is not literal")
+    return NOTHING
+
+
+def _su(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = words[1:]
+    for k, a in enumerate(args):
+        if a.text in ("-c", "--command") and k + 1 < len(args):
+            sub = w.sub("su")
+            sub.shell(args[k + 1].text)
+            w.merge(sub)
+    return NOTHING
+
+
+def _find(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = words[1:]
+    roots = []
+    k = 0
+    while k < len(args) and not args[k].text.startswith(("-", "(", "!")):
+        roots.append(resolve(args[k].text, w.cwd))
+        k += 1
+    roots = roots or [w.cwd or "."]
+    pattern = None
+    matches: list[str] = []
+    while k < len(args):
+        t = args[k].text
+        if t in ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex") and k + 1 < len(args):
+            pattern = args[k + 1].text
+            k += 2
+            continue
+        if t in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((j for j in range(k + 1, len(args)) if args[j].text in (";", "+")), len(args))
+            matches = matches or _find_matches(roots, pattern)
+            inner = [Word(m, True, True) if x.text == "{}" else x for x in args[k + 1:end] for m in
+                     (matches if x.text == "{}" else [x.text])]
+            sub = w.sub("find")
+            sub.run(inner, NOTHING)
+            w.merge(sub)
+            k = end + 1
+            continue
+        if t == "-delete":
+            for m in matches or _find_matches(roots, pattern):
+                w.emit("delete", m, program="find", glob=True)
+        elif t in ("-fprint", "-fls", "-fprintf") and k + 1 < len(args):
+            w.emit("write", resolve(args[k + 1].text, w.cwd), program="find")
+        k += 1
+    for r in roots:
+        w.emit("list", r, program="find")
+    return Feed(None, tuple(Word(m, True, True) for m in _find_matches(roots, pattern)))
+
+
+def _find_matches(roots: list[str], pattern: str | None) -> list[str]:
+    if pattern and "/" in pattern:
+        return [pattern]
+    return [posixpath.join(r, "**", pattern) if pattern else posixpath.join(r, "**") for r in roots]
+
+
+def _git(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = list(words[1:])
+    while len(args) > 1 and args[0].text in ("-C", "-c"):
+        if args[0].text == "-C":
+            w.cwd = resolve(args[1].text, w.cwd)
+        args = args[2:]
+    if not args:
+        return NOTHING
+    verb = args[0].text
+    texts = [a.text for a in args]
+    rest = [a for a in args[1:] if not a.text.startswith("-")]
+    if verb == "restore" or (verb == "checkout" and "--" in texts):
+        for a in (args[texts.index("--") + 1:] if "--" in texts else rest):
+            w.emit("write", resolve(a.text, w.cwd), program="git", detail=verb, glob=a.glob)
+    elif verb in ("rm", "mv"):
+        _git_remove(w, verb, rest)
+    elif verb in ("apply", "am", "stash", "reset", "merge", "pull", "cherry-pick", "revert"):
+        w.emit("unknown", detail=f"git {verb} changes files that the command does not name")
+    elif verb == "show":
+        for a in rest:
+            if ":" in a.text:
+                w.emit("read", resolve(a.text.split(":", 1)[1], w.cwd), program="git")
+    return NOTHING
+
+
+def _git_remove(w: _Walker, verb: str, rest: list[Word]) -> None:
+    if verb == "rm":
+        for a in rest:
+            w.emit("delete", resolve(a.text, w.cwd), program="git", glob=a.glob)
+    elif len(rest) >= 2:
+        src = resolve(rest[0].text, w.cwd)
+        w.emit("delete", src, program="git")
+        w.emit("write", resolve(rest[1].text, w.cwd), program="git", source=src, detail="move")
+
+
+def _patch(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    w.emit("unknown", detail="patch changes files named inside the patch")
+    return NOTHING
+
+
+def _tar(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    args = words[1:]
+    mode = args[0].text.lstrip("-") if args else ""
+    create = "c" in mode or any(a.text in ("--create", "-c") for a in args)
+    archive = None
+    operands = []
+    k = 1 if args and not args[0].text.startswith("-") else 0
+    while k < len(args):
+        t = args[k].text
+        if t in ("-f", "--file") and k + 1 < len(args):
+            archive = args[k + 1].text
+            k += 2
+            continue
+        if not t.startswith("-"):
+            operands.append(t)
+        k += 1
+    if archive is None and "f" in mode and operands:
+        archive, operands = operands[0], operands[1:]
+    if create:
+        for p in operands:
+            w.emit("read", resolve(p, w.cwd), program="tar", detail="recursive")
+        if archive and archive != "-":
+            w.emit("write", resolve(archive, w.cwd), program="tar")
+    else:
+        if archive and archive != "-":
+            w.emit("read", resolve(archive, w.cwd), program="tar")
+        if "x" in mode:
+            w.emit("unknown", detail="tar extracts files the command does not name")
+    return NOTHING
+
+
+def _noop(w: _Walker, words: list[Word], feed: Feed) -> Feed:
+    return NOTHING
+
+
+_NODES = {"command": lambda w, n, feed: w.command(n, feed, []), "redirected_statement": _Walker.redirected,
+          "pipeline": lambda w, n, feed: w.pipeline(n.named_children, feed), "subshell": _Walker.subshell,
+          "variable_assignment": _Walker.assignments, "variable_assignments": _Walker.assignments,
+          "declaration_command": _Walker.assignments, "for_statement": _Walker.for_loop,
+          "test_command": _Walker.test, "command_substitution": _Walker.substitution,
+          "process_substitution": _Walker.substitution, "ERROR": _Walker.error}
+_SILENT = frozenset({"comment", "heredoc_body", "heredoc_start", "heredoc_end", "file_descriptor"})
+
+
+_HANDLERS = {"cd": _cd, "pushd": _cd, "popd": lambda w, words, feed: (setattr(w, "cwd", None), NOTHING)[1],
+             "echo": _echo, "printf": _printf, "yes": _yes, "eval": _eval, "su": _su, "find": _find,
+             "git": _git, "patch": _patch, "tar": _tar, "true": _noop, "false": _noop, ":": _noop,
+             "vim": lambda w, words, feed: (w.emit("unknown", detail="an interactive editor"), NOTHING)[1]}
+
+
+# ---------------------------------------------------------------------- sed scripts
+_ADDRESS = r"(?:(?P<addr>/(?:[^/\\]|\\.)*/I?|\\(?P<d>.)(?:(?!(?P=d)).)*(?P=d)|\d+|\$)(?:\s*,\s*(?:/(?:[^/\\]|\\.)*/|\d+|\$))?)?"
+
+
+def sed_edits(script: str) -> tuple[Edit, ...]:
+    """The in-place changes a sed (or perl ``s///``) script makes, as far as it can be read:
+    ``s`` substitutions, ``d`` deletions of addressed lines, ``i`` / ``a`` / ``c`` text."""
+    edits: list[Edit] = []
+    for piece in _sed_commands(script):
+        m = re.match(rf"^\s*{_ADDRESS}\s*(?P<rest>.*)$", piece, re.S)
+        if not m:
+            continue
+        addr = m.group("addr") or ""
+        addr = addr[1:-1] if addr.startswith("/") and addr.endswith("/") else addr
+        rest = m.group("rest")
+        if rest.startswith("s") and len(rest) > 1:
+            delim = rest[1]
+            parts = re.split(rf"(?<!\\){re.escape(delim)}", rest[2:])
+            if len(parts) >= 2:
+                edits.append(Edit("sub", parts[0], parts[1].replace("\\n", "\n")))
+        elif rest.startswith("d"):
+            edits.append(Edit("delete", addr))
+        elif rest[:1] in ("i", "a", "c"):
+            text = re.sub(r"^[iac]\\?\s?", "", rest).replace("\\n", "\n")
+            edits.append(Edit({"i": "insert", "a": "append", "c": "change"}[rest[0]], addr, text))
+    return tuple(edits)
+
+
+def _sed_commands(script: str) -> list[str]:
+    """Split a sed script into its commands: at newlines, and at ``;`` except inside an
+    ``s`` expression or the text of ``i`` / ``a`` / ``c``."""
+    out: list[str] = []
+    k, n = 0, len(script)
+    while k < n:
+        m = re.match(rf"[\s;]*{_ADDRESS}\s*", script[k:], re.S)
+        j = k + (m.end() if m else 0)
+        if j >= n:
+            break
+        cmd = script[j]
+        if cmd == "s" and j + 1 < n:
+            delim, e, seen = script[j + 1], j + 2, 0
+            while e < n and seen < 2:
+                if script[e] == "\\":
+                    e += 2
+                    continue
+                seen += script[e] == delim
+                e += 1
+            while e < n and script[e] not in ";\n":
+                e += 1
+        elif cmd in "iac":
+            e = script.find("\n", j)
+            e = n if e == -1 else e
+        else:
+            e = j
+            while e < n and script[e] not in ";\n":
+                e += 1
+        out.append(script[k:e].lstrip("; \n"))
+        k = e + 1
+    return [c for c in out if c.strip()]

@@ -63,7 +63,7 @@ def dir_rows(root: Path) -> list[Any]:
             rows.append(AskRow(task_id=d.name, domain="swe", path=str(d.resolve())))
             continue
         if t.domain == "swe" and t.runnable:
-            from impasse.ask.taskdir import swe_not_runnable
+            from impasse.ask.importer import swe_not_runnable
 
             image = t.swe.image if t.swe else None
             t = t.model_copy(update={"runnable": False, "not_runnable_reason": swe_not_runnable(image)})

@@ -55,18 +55,23 @@ def test_blocker_count_outside_three_to_four_is_a_problem():
     assert any("a task needs 3-4" in p for p in problems(short))
 
 
-def test_targeted_question_matches_its_own_blocker():
-    """With 3-4 blockers a task, each reference question must still reach its own blocker (not a sibling)."""
-    from impasse.ask.agents import question_for
+def test_targeted_questions_never_reach_a_sibling_blocker():
+    """The reference question is phrased from the quoted statement line (the task's words, not the
+    registry's): it may miss, but it never gets a sibling blocker's resolution."""
+    from impasse.ask.agents import _quoted, question_for
     from impasse.ask.asktool import AskState, decide
 
-    wrong = {}
+    wrong, right, n = {}, 0, 0
     for t in TASKS:
         for b in t.blockers:
-            verdict, _ = decide(AskState(list(t.blockers)), question_for(b))
-            if verdict.get("blocker_id") != b.id:
-                wrong[f"{t.instance_id}/{b.id}"] = verdict.get("blocker_id")
+            q = question_for(b, f"{_quoted(b.location)}\n{t.problem_statement}")
+            assert b.description not in q and all(e not in q for e in b.example_questions)
+            got = decide(AskState(list(t.blockers)), q)[0].get("blocker_id")
+            n, right = n + 1, right + (got == b.id)
+            if got not in (None, b.id):
+                wrong[f"{t.instance_id}/{b.id}"] = got
     assert wrong == {}
+    assert right >= 0.25 * n, (right, n)  # an honest reference misses some; measured: 24 of 90
 
 
 def test_statement_leak_is_caught(tmp_path):

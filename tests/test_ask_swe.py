@@ -27,8 +27,8 @@ def test_task_is_well_formed(task):
 
 def test_blocker_counts_and_kind_mix():
     counts = {t.instance_id: len(t.blockers) for t in TASKS}
-    assert BLOCKERS_PER_TASK == (3, 4)
-    assert all(3 <= c <= 4 for c in counts.values()), counts
+    assert BLOCKERS_PER_TASK == (3, 3)
+    assert all(c == 3 for c in counts.values()), counts
     kinds = Counter(b.kind for t in TASKS for b in t.blockers)
     assert set(kinds) == set(KINDS)
     assert min(kinds.values()) / sum(kinds.values()) >= 0.15, kinds
@@ -48,11 +48,11 @@ def test_rendered_files_match_their_spec(task):
         assert any(full != guess for full, guess in b.slots.values()), b.id
 
 
-def test_blocker_count_outside_three_to_four_is_a_problem():
+def test_a_blocker_count_other_than_three_is_a_problem():
     task = TASKS[0]
     short = task.model_copy(update={"blockers": task.blockers[:2],
                                     "without": {b.id: task.without[b.id] for b in task.blockers[:2]}})
-    assert any("a task needs 3-4" in p for p in problems(short))
+    assert any("2 blockers; a task needs 3" in p for p in problems(short))
 
 
 def test_targeted_questions_never_reach_a_sibling_blocker():
@@ -121,5 +121,5 @@ def test_task_validates_in_sandbox(backend, images, task):
     image = images[(task.metadata.package, task.metadata.package_version)]
     verdict = validate_task(backend, task, image)
     assert verdict.ok, verdict.problems
-    assert 3 <= len(task.blockers) <= 4
+    assert len(task.blockers) == 3
     assert {r.name for r in verdict.runs} == {"clean", "solution", *(b.id for b in task.blockers)}

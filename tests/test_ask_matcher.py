@@ -72,7 +72,7 @@ def test_heldout_precision_and_recall(offline, questions):
     outs = run(offline, [q for q in questions if split_of(q.task_id) == HELDOUT])
     pr = precision_recall(outs)
     assert pr["precision"] >= 0.9, pr
-    assert pr["recall"] >= 0.6, pr  # calibrated on HiL-Bench's registries for precision first (docs/matcher.md)
+    assert pr["recall"] >= 0.75, pr  # calibrated on HiL-Bench's registries for precision first (docs/matcher.md)
 
 
 @pytest.mark.parametrize("marker", ["- ", "-  ", "* ", "1. ", "- \r \r ", "\u2022 "])

@@ -135,7 +135,7 @@ class AskSpec(EnvSpec):
     backend: str = Field("local", description="Where SWE tasks' sandboxes live")
     instances: Path | str | None = Field(None, description="A run's pinned task rows (default: "
                                                            "<out>/instances.jsonl if it exists)")
-    matcher: Literal["offline", "llm"] = Field("offline", description="Who judges ask_human questions")
+    matcher: str = Field("offline", description="Who judges ask_human questions (impasse.ask.judge.MATCHER_KINDS)")
     matcher_model: dict[str, Any] | None = Field(None, description="--matcher llm: ModelConfig fields of the "
                                                                    "judge's OpenAI-compatible endpoint")
 

@@ -93,8 +93,10 @@ def test_warm_release_imports_questions_from_instructions_and_descriptions(tmp_p
 def test_database_lacking_a_column_is_refused_naming_it_and_the_batch_goes_on(tmp_path):
     root = release(tmp_path, warm=False)
     db = build_db(tmp_path / "dbs" / "library.sqlite", drop_column="loan.channel_flag")
+    shutil.copytree(FIXTURE / "database_description", db.parent, dirs_exist_ok=True)  # the bucket's layout
     results = by_id(import_hilbench(root, database=db))
     assert results["sql_0"].status == "written"  # it never reads channel_flag
+    assert results["sql_0"].task.sql.descriptions["tables"]["loan"]["description"].startswith("One row per loan")
     r = results["sql_2"]
     assert r.status == "refused" and "lacks column loan.channel_flag" in r.reason and str(db) in r.reason
     assert "not the database this task was written against" in r.reason

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from impasse.ask.harbor import data_location
+from impasse.ask.harbor import data_location, read_descriptions
 from impasse.ask.schema import AskTask
 from impasse.ask.taskdir import TaskFormatError, load_task, save_task, task_dirs
 
@@ -100,6 +100,9 @@ def attach_database(task: AskTask, database: Path | None, shared: Path | None, w
     if problems:
         return ImportResult(Path(), "refused", task, "; ".join(problems))
     notes = []
+    if not task.sql.descriptions:  # beside the database: the bucket's layout, or a warmed-up data/ folder
+        found = read_descriptions(path.parent / "database_description") or read_descriptions(path.parent)
+        task = task.model_copy(update={"sql": task.sql.model_copy(update={"descriptions": found})})
     if not task.sql.descriptions:
         schema = [b.id for b in task.blockers if b.location.startswith(("schema", "table", "column"))]
         notes.append("the release's column descriptions are absent (shared/data/database_description/): "

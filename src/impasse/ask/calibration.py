@@ -132,7 +132,7 @@ EVEN = "even"
 
 
 @dataclass(frozen=True)
-class RegistryBlocker:
+class ReleaseBlocker:
     """A blocker as a matcher sees it (no resolution is needed to judge a question)."""
 
     id: str
@@ -148,7 +148,7 @@ class ReleaseTask:
     group: str
     """What the task is written against (SQL: its database; SWE: its repository): cross-task
     negatives come from another group, so that they truly belong elsewhere."""
-    blockers: tuple[RegistryBlocker, ...]
+    blockers: tuple[ReleaseBlocker, ...]
 
 
 def release_registries(root: Path, parity: str = EVEN) -> list[ReleaseTask]:
@@ -167,7 +167,7 @@ def release_registries(root: Path, parity: str = EVEN) -> list[ReleaseTask]:
                 continue
             meta = json.loads((d / "shared" / "metadata.json").read_text())
             reg = json.loads((d / "shared" / "ask-human-data" / "blocker_registry.json").read_text())
-            blockers = tuple(RegistryBlocker(str(b["id"]), str(b["description"]),
+            blockers = tuple(ReleaseBlocker(str(b["id"]), str(b["description"]),
                                              [str(q) for q in b.get("example_questions") or []],
                                              str(b.get("type", ""))) for b in reg["blockers"])
             group = meta.get("database_name") or meta.get("repo_name_source") or d.name
@@ -178,7 +178,7 @@ def release_registries(root: Path, parity: str = EVEN) -> list[ReleaseTask]:
     return out
 
 
-def without_example(blockers: tuple[RegistryBlocker, ...], bid: str, k: int) -> list[RegistryBlocker]:
+def without_example(blockers: tuple[ReleaseBlocker, ...], bid: str, k: int) -> list[ReleaseBlocker]:
     return [replace(b, example_questions=[q for j, q in enumerate(b.example_questions) if j != k])
             if b.id == bid else b for b in blockers]
 

@@ -4,9 +4,11 @@ on held-out labelled questions, and the LLM judge over real HTTP with a scripted
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from impasse.agent.endings import EndpointError
 from impasse.agent.models import ModelConfig
 from impasse.ask.calibration import (
     HELDOUT,
@@ -70,7 +72,24 @@ def test_heldout_precision_and_recall(offline, questions):
     outs = run(offline, [q for q in questions if split_of(q.task_id) == HELDOUT])
     pr = precision_recall(outs)
     assert pr["precision"] >= 0.9, pr
-    assert pr["recall"] >= 0.8, pr
+    assert pr["recall"] >= 0.75, pr  # calibrated on HiL-Bench's registries for precision first (docs/matcher.md)
+
+
+@pytest.mark.parametrize("marker", ["- ", "-  ", "* ", "1. ", "- \r \r ", "\u2022 "])
+def test_list_markers_and_carriage_returns_do_not_change_the_verdict(offline, marker):
+    blockers = list(task_blockers("fl02_regional_by_airport"))
+    q = "Should cancelled flights be included in the count?"
+    assert offline.match(marker + q, blockers) == offline.match(q, blockers)
+    assert offline.match(marker + q, blockers).blocker_id == "count_cancelled"
+
+
+def test_a_second_clause_on_the_same_gap_is_one_question_on_two_gaps_two(offline):
+    blockers = list(task_blockers(FL01))
+    same = offline.match("Which months make up the summer season? June to August, or May to September?", blockers)
+    assert same.blocker_id == "summer_months", same
+    two = offline.match("Which months make up the summer season? And how many minutes late is a delayed flight?",
+                        blockers)
+    assert (two.blocker_id, two.rule) == (None, "multi_topic"), two
 
 
 def test_every_rejection_rule_rejects_its_own_examples(offline, questions):
@@ -186,8 +205,37 @@ def test_llm_matcher_over_http_match_null_malformed_and_500():
     finally:
         server.close()
     server = ScriptedServer(["{}"], failures=[500])
-    try:
-        with pytest.raises(MatcherFailure, match="endpoint"):
+    try:  # a dead service is not a hiccup: it propagates, and the run pauses (tests/test_ask_llm_matcher.py)
+        with pytest.raises(EndpointError, match="failed after 0 retries"):
             LLMMatcher(_config(server)).match("Which months make up summer?", blockers)
     finally:
         server.close()
+
+
+def test_release_calibration_reads_even_registries_only(tmp_path):
+    """The calibration on HiL-Bench's registries opens the even-numbered tasks only: an odd task's
+    registry here is not even JSON, and nothing fails."""
+    import shutil
+
+    from impasse.ask.calibration import (
+        foreign_questions,
+        generic_acceptance,
+        leave_one_out,
+        release_registries,
+    )
+
+    root = tmp_path / "release"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "hilbench_release", root)
+    odd = root / "harbor_sql" / "sql_1" / "shared"
+    (odd / "ask-human-data").mkdir(parents=True)
+    (odd / "metadata.json").write_text("{}")
+    (odd / "ask-human-data" / "blocker_registry.json").write_text("not json: never read")
+    tasks = release_registries(root)
+    assert [t.task_id for t in tasks] == ["sql_0", "sql_2", "swe_0"]
+    with pytest.raises(ValueError, match="odd ones stay unread"):
+        release_registries(root, parity="odd")
+    m = OfflineMatcher()
+    loo = leave_one_out(m, tasks)
+    assert loo["sql"].n == 18 and loo["sql"].recall >= 0.8 and loo["sql"].wrong == 0
+    assert generic_acceptance(m, tasks)["sql"].wrong == 0
+    assert foreign_questions(m, tasks) == {}  # every fixture SQL task uses one database: no foreign pair

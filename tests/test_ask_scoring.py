@@ -114,3 +114,45 @@ def test_shaped_reward():
     assert shaped_reward([], 3) == 0.0
     with pytest.raises(ValueError):
         shaped_reward([], 0)
+
+
+def test_per_pass_f1_is_each_pass_micro_f1_and_its_mean_std():
+    from impasse.ask.scoring import mean_std, per_pass_f1
+
+    eps = [ep([M("a"), IRR], task="t1", i=1), ep([M("a")], task="t2", i=1),  # pass 1: 2/3 precise, 2/8 found
+           ep([IRR], task="t1", i=2), ep([M("b"), M("c")], task="t2", i=2)]  # pass 2: 2/3 precise, 2/8 found
+    got = per_pass_f1(eps)
+    f = 2 * (2 / 3) * (2 / 8) / (2 / 3 + 2 / 8)
+    assert got == pytest.approx({1: f, 2: f})
+    assert mean_std([0.2, 0.4, 0.6]) == pytest.approx((0.4, 0.2))  # sample std, as HiL-Bench's batch runner
+    assert mean_std([0.5]) == (0.5, 0.0) and mean_std([]) == (0.0, 0.0)
+
+
+def _row(agent, domain, mode, task, k, questions, resolved=False, n=2):
+    from impasse.ask.annotate import episode_of
+    from impasse.ask.scoring import shaped_reward
+
+    r = {"episode_id": f"{agent}-{domain}-{mode}-{task}-{k}", "instance_id": task, "agent": agent, "mode": mode,
+         "domain": domain, "pass": k, "n_blockers": n, "resolved": resolved, "valid": True,
+         "questions": [{"question": "q", "status": "matched" if b else "irrelevant", "blocker_id": b} for b in questions]}
+    r["shaped_reward"] = shaped_reward(episode_of(r).questions, n)
+    return r
+
+
+def test_table_has_combined_domain_rows_and_per_mode_pass_at_3_and_reward():
+    from impasse.ask.annotate import mode_table, table
+
+    rows = [_row("a", "sql", "ask_human", "s1", k, ["x"], resolved=k == 2) for k in (1, 2, 3)]
+    rows += [_row("a", "swe", "ask_human", "w1", k, ["x", "y"]) for k in (1, 2, 3)]
+    rows += [_row("a", "sql", "baseline", "s1", k, []) for k in (1, 2, 3)]
+    t, excluded = table(rows)
+    by = {r["domain"]: r for r in t}
+    assert set(by) == {"sql", "swe", "both"} and not excluded
+    assert by["both"]["tasks"] == 2 and by["both"]["recall"] == pytest.approx(9 / 12)  # (3 + 6) / (6 + 6)
+    assert by["both"]["ask_human_pass@3"] == 0.5 and by["sql"]["baseline_pass@3"] == 0.0
+    assert by["swe"]["ask_f1_mean"] == pytest.approx(1.0) and by["swe"]["ask_f1_std"] == 0.0
+    modes = {(r["domain"], r["mode"]): r for r in mode_table(rows)}
+    assert modes[("sql", "ask_human")]["pass@3"] == 1.0
+    assert modes[("sql", "ask_human")]["shaped_reward"] == pytest.approx(0.3 + 0.5)
+    assert modes[("swe", "ask_human")]["shaped_reward"] == pytest.approx(0.6 + 1.0)
+    assert modes[("sql", "baseline")]["shaped_reward"] == 0.0 and ("both", "baseline") in modes

@@ -12,7 +12,6 @@ import pytest
 from impasse.ask import scoring
 from impasse.ask.annotate import annotate, episode_of, table
 from impasse.ask.asktool import HICCUP, IRRELEVANT, AskState, decide
-from impasse.ask.judge import ENV
 from impasse.ask.taskdir import load_task
 from impasse.run import RunConfig, create_run, execute, read_run
 from impasse.store.rundir import RunDir
@@ -20,13 +19,6 @@ from impasse.store.trajectory import read_trajectory
 from impasse.suites.ask import all_rows
 
 SQL_TASKS = ["fl01_delay_share_ewr_summer", "fl02_regional_by_airport"]
-
-
-class DownJudge:
-    """A judge whose endpoint is down: every verdict fails."""
-
-    def match(self, question, blockers):
-        raise ConnectionError("judge endpoint refused the connection")
 
 
 def _run(tmp_path: Path, name: str, **kw) -> tuple[RunDir, list[dict]]:
@@ -62,16 +54,16 @@ def test_sql_run_scores_and_orders_the_reference_agents(sql_run):
     assert f1["spammer"]["precision"] < f1["targeted-asker"]["precision"]
     # the broad asker's wide questions are answered often (high recall) but its catch-alls are
     # rejected and a wide question answers one gap of an area holding two (lower precision)
-    assert f1["broad-asker"]["recall"] >= 0.5 and f1["spammer"]["recall"] >= 0.8
-    assert f1["broad-asker"]["recall"] > f1["obvious-only"]["recall"]
+    assert f1["broad-asker"]["recall"] >= f1["obvious-only"]["recall"] and f1["targeted-asker"]["recall"] > 0
     assert f1["broad-asker"]["precision"] < f1["targeted-asker"]["precision"]
     for r in t:  # full information always resolves; without asking, nobody does
         assert r["full_info_pass@3"] == 1.0 and r["baseline_pass@3"] == 0.0
-    # every question the targeted asker asked was matched, and none uses the registry's examples
-    examples = {q for tid in SQL_TASKS for b in _task(tid).blockers for q in b.example_questions}
-    asked = [q for r in rows if r["agent"] == "reference/targeted-asker" for q in r["questions"]]
-    assert asked and not {q["question"] for q in asked} & examples
-    assert all(q["status"] in ("matched", "capped") for q in asked)
+    # the targeted asker's questions use neither the registry's examples nor its descriptions' words
+    # beyond the task's own (issue 25: the reference Ask-F1 must not be circular)
+    blockers = [b for tid in SQL_TASKS for b in _task(tid).blockers]
+    asked = {q["question"] for r in rows if r["agent"] == "reference/targeted-asker" for q in r["questions"]}
+    assert asked and not asked & {q for b in blockers for q in b.example_questions}
+    assert not any(b.description in q for b in blockers for q in asked)
 
 
 def test_ask_f1_from_trajectories_equals_scoring(sql_run):
@@ -103,12 +95,10 @@ def test_hand_built_episodes_match_scoring():
 
 def test_answer_cap_three_per_episode():
     task = _task("fl01_delay_share_ewr_summer")
-    from impasse.ask.agents import question_for
-
     state = AskState(list(task.blockers))
     answers = []
-    for b in task.blockers:  # four blockers, four targeted questions
-        verdict, answer = decide(state, question_for(b))
+    for b in [*task.blockers, task.blockers[0]]:  # three blockers, then a repeat: four answerable questions
+        verdict, answer = decide(state, b.example_questions[0])
         state.apply(verdict)
         answers.append((verdict["status"], answer))
     assert [s for s, _ in answers] == ["matched", "matched", "matched", "capped"]
@@ -116,18 +106,30 @@ def test_answer_cap_three_per_episode():
     assert state.answered == 3
 
 
-def test_judge_failure_is_invalid_excluded_and_rerun_by_resume(tmp_path, monkeypatch):
-    monkeypatch.setenv(ENV, f"{__name__}:DownJudge")
-    rd, rows = _run(tmp_path, "flaky", tasks=SQL_TASKS[:1], interfaces=["ask_human"], agents=["targeted-asker"])
+def test_judge_failure_is_invalid_excluded_and_rerun_by_resume(tmp_path):
+    """A judge that answers but cannot decide (no verdict JSON): HiL-Bench's hiccup reply."""
+    from tests.test_ask_llm_matcher import JudgeServer
+
+    server = JudgeServer(mode="nonsense")
+    judge = {"model": "judge", "base_url": server.url, "max_retries": 0}
+    try:
+        rd, rows = _run(tmp_path, "flaky", tasks=SQL_TASKS[:1], interfaces=["ask_human"], agents=["targeted-asker"],
+                        matcher="llm", matcher_model=judge)
+    except BaseException:
+        server.close()
+        raise
     assert len(rows) == 3 and not any(r["valid"] for r in rows)
     traj = read_trajectory(rd.trajectories()[0])
     step = next(e for e in traj.events if e["type"] == "step" and e["tool"] == "ask_human")
     assert step["invalid"] and step["output"] == HICCUP and step["question"]
     t, excluded = table(rows)
     assert t == [] and len(excluded) == 3
-    monkeypatch.delenv(ENV)
-    cfg, specs = read_run(rd)
-    execute(rd, cfg, specs)
+    server.mode = "ok"
+    try:
+        cfg, specs = read_run(rd)
+        execute(rd, cfg, specs)
+    finally:
+        server.close()
     rows = [annotate(read_trajectory(p)) for p in rd.trajectories()]
     assert len(rows) == 3 and all(r["valid"] for r in rows)
     assert len(list(rd.attempts.glob("*.jsonl"))) == 3  # the invalid passes were kept aside
@@ -146,7 +148,10 @@ def test_report_cli_handles_an_ask_run(sql_run, tmp_path):
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["format"] == "impasse.ask-report/1" and len(data["summary"]["table"]) == 5
-    assert "image/png" in (tmp_path / "r.html").read_text()
+    assert len(data["summary"]["modes"]) == 5 * 3  # agents x modes: pass@3 and shaped reward each
+    html = (tmp_path / "r.html").read_text()
+    assert "image/png" in html and "Per mode: pass@3 and the shaped reward" in html and " ± " in html
+    assert "ask_f1_per_pass" in res.output and "shaped_reward" in res.output and " ± " in res.output
 
 
 @pytest.mark.slow

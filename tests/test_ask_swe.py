@@ -27,8 +27,8 @@ def test_task_is_well_formed(task):
 
 def test_blocker_counts_and_kind_mix():
     counts = {t.instance_id: len(t.blockers) for t in TASKS}
-    assert BLOCKERS_PER_TASK == (3, 4)
-    assert all(3 <= c <= 4 for c in counts.values()), counts
+    assert BLOCKERS_PER_TASK == (3, 3)
+    assert all(c == 3 for c in counts.values()), counts
     kinds = Counter(b.kind for t in TASKS for b in t.blockers)
     assert set(kinds) == set(KINDS)
     assert min(kinds.values()) / sum(kinds.values()) >= 0.15, kinds
@@ -48,25 +48,30 @@ def test_rendered_files_match_their_spec(task):
         assert any(full != guess for full, guess in b.slots.values()), b.id
 
 
-def test_blocker_count_outside_three_to_four_is_a_problem():
+def test_a_blocker_count_other_than_three_is_a_problem():
     task = TASKS[0]
     short = task.model_copy(update={"blockers": task.blockers[:2],
                                     "without": {b.id: task.without[b.id] for b in task.blockers[:2]}})
-    assert any("a task needs 3-4" in p for p in problems(short))
+    assert any("2 blockers; a task needs 3" in p for p in problems(short))
 
 
-def test_targeted_question_matches_its_own_blocker():
-    """With 3-4 blockers a task, each reference question must still reach its own blocker (not a sibling)."""
-    from impasse.ask.agents import question_for
+def test_targeted_questions_never_reach_a_sibling_blocker():
+    """The reference question is phrased from the quoted statement line (the task's words, not the
+    registry's): it may miss, but it never gets a sibling blocker's resolution."""
+    from impasse.ask.agents import _quoted, question_for
     from impasse.ask.asktool import AskState, decide
 
-    wrong = {}
+    wrong, right, n = {}, 0, 0
     for t in TASKS:
         for b in t.blockers:
-            verdict, _ = decide(AskState(list(t.blockers)), question_for(b))
-            if verdict.get("blocker_id") != b.id:
-                wrong[f"{t.instance_id}/{b.id}"] = verdict.get("blocker_id")
+            q = question_for(b, f"{_quoted(b.location)}\n{t.problem_statement}")
+            assert b.description not in q and all(e not in q for e in b.example_questions)
+            got = decide(AskState(list(t.blockers)), q)[0].get("blocker_id")
+            n, right = n + 1, right + (got == b.id)
+            if got not in (None, b.id):
+                wrong[f"{t.instance_id}/{b.id}"] = got
     assert wrong == {}
+    assert right >= 0.25 * n, (right, n)  # an honest reference misses some; measured: 24 of 90
 
 
 def test_statement_leak_is_caught(tmp_path):
@@ -116,5 +121,5 @@ def test_task_validates_in_sandbox(backend, images, task):
     image = images[(task.metadata.package, task.metadata.package_version)]
     verdict = validate_task(backend, task, image)
     assert verdict.ok, verdict.problems
-    assert 3 <= len(task.blockers) <= 4
+    assert len(task.blockers) == 3
     assert {r.name for r in verdict.runs} == {"clean", "solution", *(b.id for b in task.blockers)}

@@ -124,18 +124,20 @@ _PING = {"type": "function", "function": {"name": "ping", "description": "Answer
                                           "parameters": {"type": "object", "properties": {}, "required": []}}}
 
 
-def preflight(config: ModelConfig) -> str | None:
+def preflight(config: ModelConfig, needs_tools: bool = True) -> str | None:
     """One cheap request before a run: the endpoint is reachable, accepts the key, knows the model
-    and takes tool definitions. Raises :class:`EndpointError` naming the URL and the problem;
-    returns a warning (or None) when the model answered without calling the tool it was asked to."""
+    and (``needs_tools``) takes tool definitions. Raises :class:`EndpointError` naming the URL and
+    the problem; returns a warning (or None) when the model answered without calling the tool it
+    was asked to. A judge (``needs_tools=False``) is asked a plain completion."""
     import openai
 
     model = OpenAIModel(ModelConfig(**{**config.__dict__, "max_retries": 0, "timeout": min(config.timeout, 30.0),
                                        "max_tokens": 32}))
     try:
+        tools = {"tools": [_PING]} if needs_tools else {}
         resp = model.client.chat.completions.create(
-            model=config.model, messages=[{"role": "user", "content": "Health check: call the ping tool."}],
-            tools=[_PING], max_tokens=32)
+            model=config.model, messages=[{"role": "user", "content": "Health check: call the ping tool." if needs_tools
+                                           else "Health check: reply OK."}], max_tokens=32, **tools)
     except openai.APIConnectionError as e:
         raise EndpointError(f"cannot reach the model endpoint at {model.where}: {e}") from e
     except openai.AuthenticationError as e:
@@ -150,6 +152,8 @@ def preflight(config: ModelConfig) -> str | None:
                                 f"{e.status_code}): {e.message}; impasse needs tool calling") from e
         raise EndpointError(f"the model endpoint at {model.where} answered HTTP {e.status_code}: {e.message}") from e
     message = resp.choices[0].message if resp.choices else None
+    if not needs_tools:
+        return None if message is not None else f"the model at {model.where} returned no choices to the health check"
     if message is None or not message.tool_calls:
         return f"the model at {model.where} answered the health check without calling the tool it was asked to"
     return None

@@ -7,8 +7,11 @@ their knowledge allows: the full-information solution when every blocker's resol
 them (from ask_human or the full_info statement), else the naive answer written without the first
 unresolved blocker (SQL: its naive query; SWE: ``without/<id>.patch``).
 
-Questions are generated from a blocker's description in the agent's own words, never from the
-registry's example questions. The profiles:
+Questions are phrased from what the agent read: the span of the task statement, of a quoted
+statement line, or of the tool output where the gap surfaced, plus where it met it and the kind
+of gap (:func:`question_for`). The registry's description only aims the choice of span; its words
+and the example questions (what the matcher compares against) never reach the question. The
+profiles:
 
 - ``targeted-asker``: one targeted question per blocker, only after its exploration touched that
   blocker's location;
@@ -38,24 +41,57 @@ IRRELEVANT = ("Which editor do you use for this kind of work?", "Is the office c
 BROAD = ("Is there anything I should know before I start?", "Are there any requirements that are not written down?",
          "Anything else that matters for this task?")
 VISIBLE = ("question", "spec", "statement")
-_STOPWORDS = frozenset(["the", "a", "an", "is", "are", "not", "no", "of", "to", "in", "on", "and", "or", "for", "by", "its", "it", "be", "any", "anywhere", "which", "what", "whether", "does", "do", "as", "at", "that", "this", "with", "from", "so"])
+_STOPWORDS = frozenset(["the", "a", "an", "is", "are", "not", "no", "of", "to", "in", "on", "and", "or", "for", "by", "its", "it", "be", "any", "anywhere", "which", "what", "whether", "does", "do", "how", "many", "much", "who", "when", "where", "why", "as", "at", "that", "this", "with", "from", "so"])
 
 
-def _gist(blocker: Any) -> str:
-    """The content words of what the agent noticed about a blocker (its description)."""
-    words = [w for w in re.findall(r"[A-Za-z0-9_'.-]+", blocker.description) if w.lower() not in _STOPWORDS]
-    return " ".join(words).rstrip(".")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'()-]*[A-Za-z0-9_)]|[A-Za-z0-9]")
+TEMPLATES = {"missing": "What value or rule should I use for '{phrase}'{where}?",
+             "ambiguous": "Which interpretation of '{phrase}'{where} is meant here?",
+             "contradictory": "The task says conflicting things about '{phrase}'{where}: which one holds?"}
+"""A targeted question by the kind of gap the agent noticed."""
 
 
-def question_for(blocker: Any) -> str:
-    """A targeted question in the agent's words, from the blocker's description (never from its
-    example questions): the description's content, asked back."""
-    return f"What is intended here: {_gist(blocker)}?"  # one question, one topic
+def _stems(text: str) -> set[str]:
+    from impasse.ask.matcher import stem
+
+    return {stem(w.lower().strip(".'()")) for w in _WORD.findall(text)} - {stem(w) for w in _STOPWORDS}
 
 
-def wide_question(area: str, blockers: list[Any]) -> str:
+def phrase_for(blocker: Any, text: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """The span of the task's own text (what the agent read: the statement, a tool's output) that
+    the gap is about: 1-4 words, content words at both ends, sharing the most stems with what the
+    agent noticed there. The blocker's description only aims the choice; the words are the task's.
+    Spans in ``taken`` (already asked about) are passed over."""
+    from impasse.ask.matcher import Vocab, stem
+
+    aim, generic = _stems(blocker.description), Vocab.load().generic
+    best, best_score = "", 0.0
+    for segment in re.split(r"[\n:;,.?!\[\]|]+\s*", text):  # a span never crosses a field or a sentence
+        words = _WORD.findall(segment)
+        for i in range(len(words)):
+            for n in range(1, 5):
+                span = words[i:i + n]
+                if len(span) < n or span[0].lower() in _STOPWORDS or span[-1].lower() in _STOPWORDS:
+                    continue
+                stems = [stem(w.lower().strip(".'()")) for w in span]
+                hits = sum(st in aim for st in stems) - 0.7 * sum(st in aim and st in generic for st in stems)
+                phrase = " ".join(span)
+                score = hits - 0.4 * (n - hits)
+                if hits > 0.5 and score > best_score and phrase not in taken:
+                    best, best_score = phrase, score
+    return best or "the question"
+
+
+def question_for(blocker: Any, text: str, where: str = "", taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """A targeted question in the agent's words: the task text's phrase the gap sits in, where the
+    agent met it, and the kind of gap (never the registry's description or example questions)."""
+    phrase = phrase_for(blocker, text, taken)
+    return TEMPLATES.get(blocker.kind, TEMPLATES["ambiguous"]).format(phrase=phrase, where=where)
+
+
+def wide_question(area: str, phrases: list[str]) -> str:
     """One catch-all question about an area, covering everything noticed there."""
-    return f"What is intended for {area}: {'; '.join(_gist(b) for b in blockers)}?"
+    return f"What is intended for {area}: {'; '.join(phrases)}?"
 
 
 NO_ANSWER = "SELECT 'no answer without: {blocker}' AS guess"
@@ -106,21 +142,36 @@ class AskReference:
             for q in self.opening_questions():
                 seen_text.append((yield ("ask_human", {"question": q})))
         done_locations: dict[str, bool] = {}
+        observed: dict[str, str] = {}
         for b in self.domain.blockers:
             loc = b.location
             if loc not in done_locations:
                 act = self.explore(b)
                 out = (yield act) if act else ""
                 done_locations[loc] = self.touched(b, out)
+                observed[loc] = out
                 seen_text.append(out)
             if can_ask:
-                for q in self.questions(b, done_locations[loc]):
+                for q in self.questions(b, done_locations[loc], observed[loc]):
                     seen_text.append((yield ("ask_human", {"question": q})))
         yield from self.submit(seen_text)
 
-    def questions(self, blocker: Any, touched: bool) -> list[str]:
-        """What this profile asks about ``blocker`` once its location was explored."""
+    def questions(self, blocker: Any, touched: bool, seen: str) -> list[str]:
+        """What this profile asks about ``blocker`` once its location was explored (``seen``: what
+        that exploration printed)."""
         return []
+
+    def targeted(self, blocker: Any, seen: str) -> str:
+        """The targeted question about ``blocker``: from the text of where it surfaced (the
+        statement, a quoted statement line, the tool output the agent saw there)."""
+        kind, detail = where(blocker)
+        text = f"{seen}\n{self.domain.statement}" if kind != "file" else \
+            f"{_quoted(blocker.location)}\n{self.domain.statement}"
+        here = {"column": f" for {detail}", "table": f" in table {detail}", "business_info": f" in {self.area(blocker)}",
+                "file": f" in {_function(blocker.location)}"}.get(kind, "")
+        siblings = [b for b in self.domain.blockers if b.location == blocker.location]
+        taken = {phrase_for(b, text) for b in siblings[: siblings.index(blocker)]}
+        return question_for(blocker, text, here, taken)
 
     def opening_questions(self) -> list[str]:
         """Asked before exploring anything."""
@@ -154,8 +205,9 @@ class AskReference:
             return ("describe_column", {"table": table, "column": column})
         if kind == "business_info":
             entry = next((e for e in self.domain.task.sql.business_info if e.id == detail), None)
-            # HiL-Bench's registries name no entry: look for the words of what is unclear
-            return ("search_business_info", {"query": (entry.term or entry.text) if entry else _gist(b)})
+            # HiL-Bench's registries name no entry: look for the statement's words near the gap
+            return ("search_business_info", {"query": (entry.term or entry.text) if entry
+                                             else phrase_for(b, self.domain.statement)})
         if kind == "file":
             return ("bash", {"command": f"sed -n 1,400p {detail}"})
         return None  # the statement itself: already read
@@ -187,11 +239,22 @@ class AskReference:
                                  + (f"; guessed {', '.join(missed)}" if missed else "")})
 
 
+def _quoted(location: str) -> str:
+    """The statement line a SWE location quotes (``...; statement: 'X'``), or the location itself."""
+    m = re.search(r"statement: '([^']+)'", location)
+    return m.group(1) if m else location
+
+
+def _function(location: str) -> str:
+    parts = location.split(";")[0].split()
+    return f"`{parts[1]}`" if len(parts) > 1 else (f"`{parts[0]}`" if parts else "the code")
+
+
 class TargetedAsker(AskReference):
     profile = "targeted-asker"
 
-    def questions(self, blocker: Any, touched: bool) -> list[str]:
-        return [question_for(blocker)] if touched else []
+    def questions(self, blocker: Any, touched: bool, seen: str) -> list[str]:
+        return [self.targeted(blocker, seen)] if touched else []
 
 
 class SilentGuesser(AskReference):
@@ -201,10 +264,10 @@ class SilentGuesser(AskReference):
 class Spammer(AskReference):
     profile = "spammer"
 
-    def questions(self, blocker: Any, touched: bool) -> list[str]:
+    def questions(self, blocker: Any, touched: bool, seen: str) -> list[str]:
         k = [b.id for b in self.domain.blockers].index(blocker.id)
         noise = [IRRELEVANT[(2 * k) % len(IRRELEVANT)], IRRELEVANT[(2 * k + 1) % len(IRRELEVANT)]]
-        return noise + ([question_for(blocker)] if touched else [])
+        return noise + ([self.targeted(blocker, seen)] if touched else [])
 
 
 class BroadAsker(AskReference):
@@ -213,18 +276,21 @@ class BroadAsker(AskReference):
     def opening_questions(self) -> list[str]:
         return list(BROAD)
 
-    def questions(self, blocker: Any, touched: bool) -> list[str]:
+    def questions(self, blocker: Any, touched: bool, seen: str) -> list[str]:
         """At the first blocker of an explored area, one question about the whole area."""
         here = [b for b in self.domain.blockers if b.location == blocker.location]
-        return [wide_question(self.area(blocker), here)] if touched and here[0].id == blocker.id else []
+        if not (touched and here[0].id == blocker.id):
+            return []
+        text = f"{seen}\n{self.domain.statement}"
+        return [wide_question(self.area(blocker), [phrase_for(b, text) for b in here])]
 
 
 class ObviousOnly(AskReference):
     profile = "obvious-only"
 
-    def questions(self, blocker: Any, touched: bool) -> list[str]:
+    def questions(self, blocker: Any, touched: bool, seen: str) -> list[str]:
         visible = [b for b in self.domain.blockers if where(b)[0] in VISIBLE] or self.domain.blockers[:1]
-        return [question_for(blocker)] if blocker.id == visible[0].id else []
+        return [self.targeted(blocker, seen)] if blocker.id == visible[0].id else []
 
 
 PROFILES = {c.profile: c for c in (TargetedAsker, SilentGuesser, Spammer, BroadAsker, ObviousOnly)}

@@ -14,12 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from impasse.ask.judge import MatcherFailure, judge_question
+from impasse.ask.judge import MatcherFailure, judge_question, make_matcher
+from impasse.ask.matcher import HICCUP, IRRELEVANT, Matcher
 from impasse.ask.scoring import MAX_ANSWERED, MIN_QUESTION_CHARS
 from impasse.env.tools import Tool, ToolContext, ToolOutcome
 
-IRRELEVANT = "irrelevant question"
-HICCUP = "can't answer (perhaps transient hiccup)"
 STATE = "ask"
 """Key of the :class:`AskState` in ``ToolContext.extra``."""
 
@@ -31,6 +30,8 @@ class AskArgs(BaseModel):
 @dataclass
 class AskState:
     blockers: list[Any]
+    matcher: Matcher = field(default_factory=make_matcher)
+    """The run's judge (``--matcher``; the offline one by default)."""
     answered: int = 0
     invalid: bool = False
     cap: int = MAX_ANSWERED
@@ -50,7 +51,7 @@ def decide(state: AskState, question: str) -> tuple[dict[str, Any], str]:
     if len(question.strip()) < MIN_QUESTION_CHARS:
         return {"question": question, "status": "empty", "blocker_id": None, "rule": "too short"}, IRRELEVANT
     try:
-        bid, rule = judge_question(question, state.blockers)
+        bid, rule = judge_question(state.matcher, question, state.blockers)
     except MatcherFailure as e:
         return {"question": question, "status": "judge_failure", "blocker_id": None, "rule": str(e)}, HICCUP
     if bid is None:

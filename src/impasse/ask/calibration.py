@@ -9,11 +9,13 @@ task id, fixed before tuning; only HELD-OUT numbers are the matcher's score.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -122,3 +124,152 @@ def report(matcher: Matcher, items: list[LabelledQuestion] | None = None) -> str
             lines.append(f"  {rule:<22}{row['n']:>4}{row['right']:>7}{row['own_rule']:>10}")
     lines.append("paper (HiL-Bench judge vs humans): precision 0.97, recall 0.91")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ HiL-Bench's public registries
+
+EVEN = "even"
+
+
+@dataclass(frozen=True)
+class ReleaseBlocker:
+    """A blocker as a matcher sees it (no resolution is needed to judge a question)."""
+
+    id: str
+    description: str
+    example_questions: list[str]
+    location: str = ""
+
+
+@dataclass(frozen=True)
+class ReleaseTask:
+    task_id: str
+    domain: str
+    group: str
+    """What the task is written against (SQL: its database; SWE: its repository): cross-task
+    negatives come from another group, so that they truly belong elsewhere."""
+    blockers: tuple[ReleaseBlocker, ...]
+
+
+def release_registries(root: Path, parity: str = EVEN) -> list[ReleaseTask]:
+    """The blocker registries of the **even-numbered** tasks of a HiL-Bench release checkout
+    (``harbor_sql/sql_<n>``, ``harbor_swe/swe_<n>``). The odd-numbered ones are the project's
+    untouched check: this function never opens them, and no other parity is offered."""
+    if parity != EVEN:
+        raise ValueError("only the even-numbered registries are for calibration; the odd ones stay unread")
+    out = []
+    for domain in ("sql", "swe"):
+        base = Path(root) / f"harbor_{domain}"
+        dirs = sorted((d for d in base.glob(f"{domain}_*") if d.name.split("_")[-1].isdigit()),
+                      key=lambda d: int(d.name.split("_")[-1]))
+        for d in dirs:
+            if int(d.name.split("_")[-1]) % 2:
+                continue
+            meta = json.loads((d / "shared" / "metadata.json").read_text())
+            reg = json.loads((d / "shared" / "ask-human-data" / "blocker_registry.json").read_text())
+            blockers = tuple(ReleaseBlocker(str(b["id"]), str(b["description"]),
+                                             [str(q) for q in b.get("example_questions") or []],
+                                             str(b.get("type", ""))) for b in reg["blockers"])
+            group = meta.get("database_name") or meta.get("repo_name_source") or d.name
+            out.append(ReleaseTask(d.name, domain, str(group), blockers))
+    if not out:
+        raise ValueError(f"{root}: no harbor_sql/sql_<n> or harbor_swe/swe_<n> task directories (a checkout of "
+                         "hilbenchauthors/hil-bench is expected)")
+    return out
+
+
+def without_example(blockers: tuple[ReleaseBlocker, ...], bid: str, k: int) -> list[ReleaseBlocker]:
+    return [replace(b, example_questions=[q for j, q in enumerate(b.example_questions) if j != k])
+            if b.id == bid else b for b in blockers]
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    right: int = 0
+    wrong: int = 0
+    """Matched to a blocker other than the one it belongs to (for negatives: any match)."""
+
+    def add(self, got: str | None, want: str | None) -> None:
+        self.n += 1
+        if got is not None and got == want:
+            self.right += 1
+        elif got is not None:
+            self.wrong += 1
+
+    @property
+    def recall(self) -> float:
+        return self.right / self.n if self.n else 0.0
+
+    @property
+    def wrong_rate(self) -> float:
+        return self.wrong / self.n if self.n else 0.0
+
+
+def leave_one_out(matcher: Matcher, tasks: list[ReleaseTask]) -> dict[str, Tally]:
+    """Each example question asked with itself removed from its blocker's examples; per domain."""
+    out: dict[str, Tally] = defaultdict(Tally)
+    for t in tasks:
+        for b in t.blockers:
+            for k, q in enumerate(b.example_questions):
+                out[t.domain].add(_safe(matcher, q, without_example(t.blockers, b.id, k)), b.id)
+    return dict(out)
+
+
+def _safe(matcher: Matcher, q: str, blockers: list[Any]) -> str | None:
+    try:
+        return matcher.match(q, blockers).blocker_id
+    except MatcherFailure:
+        return None
+
+
+def foreign_questions(matcher: Matcher, tasks: list[ReleaseTask]) -> dict[str, Tally]:
+    """Every example question of each task asked against the next task of its domain written
+    against another database or repository (the question belongs to another task): any match is
+    wrong."""
+    out: dict[str, Tally] = defaultdict(Tally)
+    for i, t in enumerate(tasks):
+        others = [u for u in tasks[i + 1:] + tasks[:i] if u.domain == t.domain and u.group != t.group]
+        if not others:
+            continue
+        target = list(others[0].blockers)
+        for b in t.blockers:
+            for q in b.example_questions:
+                out[t.domain].add(_safe(matcher, q, target), None)
+    return dict(out)
+
+
+def generic_questions(path: Path | None = None) -> list[str]:
+    text = Path(path).read_text() if path else \
+        resources.files("impasse.ask").joinpath("data/matcher_generic_questions.yaml").read_text()
+    return [str(q) for q in yaml.safe_load(text)["questions"]]
+
+
+def generic_acceptance(matcher: Matcher, tasks: list[ReleaseTask], questions: list[str] | None = None) -> dict[str, Tally]:
+    """Questions naming nothing task-specific, asked against every task: any match is wrong."""
+    qs = questions if questions is not None else generic_questions()
+    out: dict[str, Tally] = defaultdict(Tally)
+    for t in tasks:
+        for q in qs:
+            out[t.domain].add(_safe(matcher, q, list(t.blockers)), None)
+    return dict(out)
+
+
+def release_report(matcher: Matcher, root: Path) -> tuple[str, dict[str, Any]]:
+    """The three release figures per domain and pooled, as text and as numbers."""
+    tasks = release_registries(root)
+    parts = {"leave_one_out": leave_one_out(matcher, tasks), "foreign": foreign_questions(matcher, tasks),
+             "generic": generic_acceptance(matcher, tasks)}
+    nums: dict[str, Any] = {}
+    lines = [f"HiL-Bench release, even-numbered registries: {sum(t.domain == 'sql' for t in tasks)} SQL + "
+             f"{sum(t.domain == 'swe' for t in tasks)} SWE tasks"]
+    for name, per in parts.items():
+        pooled = Tally(sum(x.n for x in per.values()), sum(x.right for x in per.values()),
+                       sum(x.wrong for x in per.values()))
+        for dom, x in [*sorted(per.items()), ("both", pooled)]:
+            nums[f"{name}.{dom}"] = {"n": x.n, "recall": x.recall, "wrong": x.wrong_rate}
+            if name == "leave_one_out":
+                lines.append(f"  leave-one-out {dom:<4} n={x.n:<5} recall {x.recall:.3f}  wrong blocker {x.wrong_rate:.3f}")
+            else:
+                lines.append(f"  {name + ' questions':<17} {dom:<4} n={x.n:<5} accepted {x.wrong_rate:.3f}")
+    return "\n".join(lines), nums

@@ -1,47 +1,60 @@
-"""The one seam between the ask suite and the question matcher: :func:`judge_question`.
+"""The one seam between the ask suite and the question matcher: :func:`make_matcher` builds the
+run's matcher (``impasse run --matcher offline|llm``), :func:`judge_question` asks it.
 
-Everything the suite needs from a matcher goes through this function, so switching matchers
-(the calibrated offline matcher of :mod:`impasse.ask.matcher` by default) is a change here only. ``IMPASSE_ASK_MATCHER`` may name
-another matcher as ``module:attribute`` (a class built without arguments, or an object with
-``match``); it is read per call so that worker processes see the run's choice.
+Two ways a judge can fail, kept apart on purpose:
+
+* the judge could not decide this question (a reply that is not the verdict JSON, a refused
+  request): :class:`MatcherFailure`; the agent gets HiL-Bench's hiccup text and the pass is
+  invalid (rerun by ``--resume``);
+* the judge's *service* is gone (unreachable, refused the key, still failing after its retries):
+  :class:`impasse.agent.endings.EndpointError` propagates, the episode is a harness error, and
+  the run pauses after a few in a row, like a dead agent endpoint. No pass is scored on a dead
+  judge.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
+from collections.abc import Callable
 from typing import Any
 
-ENV = "IMPASSE_ASK_MATCHER"
+from impasse.ask.matcher import LLMMatcher, Matcher, MatcherFailure, OfflineMatcher
+
+JUDGE_DEFAULTS = {"temperature": 0.05, "max_retries": 3, "timeout": 180.0, "max_tokens": 512}
+"""HiL-Bench's judge settings (papers.md 1.2): temperature 0.05, 3 retries, 180 s."""
 
 
-from impasse.ask.matcher import MatcherFailure  # noqa: E402 - one failure type for every matcher
+def _llm(model: dict[str, Any] | None) -> Matcher:
+    from impasse.agent.models import ModelConfig
+
+    if not model or not model.get("model"):
+        raise ValueError("--matcher llm needs --matcher-model NAME (and usually --matcher-base-url URL)")
+    return LLMMatcher(ModelConfig(**{**JUDGE_DEFAULTS, **model}))
 
 
-def _matcher() -> Any:
-    name = os.environ.get(ENV, "")
-    if not name:
-        from impasse.ask.matcher import OfflineMatcher
-
-        return OfflineMatcher()
-    module, _, attr = name.partition(":")
-    try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"{ENV}={name!r}: cannot load it ({e}); give module:attribute") from e
-    return obj() if isinstance(obj, type) else obj
+MATCHER_KINDS: dict[str, Callable[[dict[str, Any] | None], Matcher]] = {
+    "offline": lambda _model: OfflineMatcher(),
+    "llm": _llm,
+}
+"""``--matcher NAME`` -> factory(model settings); a new matcher kind is one entry here."""
 
 
-def judge_question(question: str, blockers: list[Any]) -> tuple[str | None, str]:
+def make_matcher(name: str = "offline", model: dict[str, Any] | None = None) -> Matcher:
+    if name not in MATCHER_KINDS:
+        raise ValueError(f"unknown matcher {name!r}; known: {', '.join(MATCHER_KINDS)}")
+    return MATCHER_KINDS[name](model)
+
+
+def judge_question(matcher: Matcher, question: str, blockers: list[Any]) -> tuple[str | None, str]:
     """-> (id of the one blocker the question targets, or None; the rule that decided).
 
-    ``blockers`` are records with ``id``, ``description``, ``resolution``, ``example_questions``.
-    Raises :class:`MatcherFailure` when the judge fails."""
-    matcher = _matcher()
+    Raises :class:`MatcherFailure` when the judge could not decide, ``EndpointError`` when its
+    service is gone."""
+    from impasse.agent.endings import EndpointError
+
     try:
         hit = matcher.match(question, list(blockers))
-    except MatcherFailure:
+    except (MatcherFailure, EndpointError):
         raise
-    except Exception as e:  # noqa: BLE001 - any judge error is a hiccup, never an agent's fault
+    except Exception as e:  # noqa: BLE001 - any other judge error is a hiccup, never an agent's fault
         raise MatcherFailure(f"{type(e).__name__}: {e}") from e
     return hit.blocker_id, hit.rule

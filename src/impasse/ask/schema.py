@@ -80,6 +80,10 @@ class SqlFields(BaseModel):
     naive_queries: dict[str, str] = Field(
         default_factory=dict, description="Validation only: blocker id -> the query an analyst writes "
                                           "without that blocker's resolution (all others applied)")
+    descriptions: dict[str, Any] | None = Field(
+        None, description="Imported tasks: {'tables': {table: {'description', 'columns': {column: "
+                          "{'description', 'type'}}}}} from the release's description CSVs (built-in "
+                          "tasks take theirs from the database spec)")
 
 
 class SweFields(BaseModel):

@@ -122,6 +122,23 @@ def summarize(episodes: Iterable[Episode]) -> AskSummary:
     return AskSummary(episodes=len(ms), precision=p, recall=r, f1=f1(p, r), macro_f1=macro)
 
 
+def per_pass_f1(episodes: Iterable[Episode]) -> dict[int, float]:
+    """HiL-Bench's batch-runner figure: pass index -> the micro Ask-F1 of that pass over all tasks."""
+    by: dict[int, list[Episode]] = {}
+    for e in episodes:
+        by.setdefault(e.pass_index, []).append(e)
+    return {k: summarize(eps).f1 for k, eps in sorted(by.items())}
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 with fewer than two values), as ``statistics`` gives."""
+    import statistics
+
+    if not values:
+        return 0.0, 0.0
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def _by_task(episodes: Iterable[Episode]) -> dict[str, list[Episode]]:
     out: dict[str, list[Episode]] = {}
     for e in sorted(episodes, key=lambda e: (e.task_id, e.pass_index)):

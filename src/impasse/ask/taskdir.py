@@ -1,14 +1,19 @@
-"""Load and save ask tasks in HiL-Bench's public per-task layout.
+"""Load and save ask tasks: our per-task layout, and HiL-Bench's released Harbor layout.
 
-    <task>/metadata.json                        task_id, domain, database_name, ...
+Ours (what :func:`save_task` writes, and the built-in tasks):
+
+    <task>/metadata.json                        task_id, domain, database_name, database_path, ...
     <task>/problem_statement.txt                what the agent is asked
     <task>/ask-human-data/blocker_registry.json {"blockers": [...]}
-    SQL: <task>/ground_truth.sql, golden_output.csv, data/business_info.json
+    SQL: <task>/ground_truth.sql, golden_output.csv, data/business_info.json,
+         data/schema_descriptions.json (imported tasks: the release's table and column descriptions)
     ours, validation only: <task>/validation/naive_queries.json {blocker_id: sql}
 
-One loader serves our tasks and HiL-Bench's: a blocker with ``kind`` + ``location`` is ours; one
-without is HiL-Bench's and is mapped through ``data/hilbench_subtypes.yaml``. The SQL database is not
-part of the layout: :func:`import_hilbench` takes it as an argument.
+The release's (``<task>/<mode>/{task.toml,instruction.md}`` + ``<task>/shared/``) is read by
+:mod:`impasse.ask.harbor`; the data then comes from ``shared/``. One loader serves both: a blocker
+with ``kind`` + ``location`` is ours; one without is HiL-Bench's and is mapped through
+``data/hilbench_subtypes.yaml``. The SQL database is not part of either layout: the importer
+(:mod:`impasse.ask.importer`) finds it, checks it and pins its path.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -24,22 +30,21 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from impasse.ask.harbor import (
+    DESCRIPTIONS,
+    HarborTask,
+    TaskFormatError,
+    check_full_info,
+    is_harbor_task,
+    read_descriptions,
+    read_harbor,
+)
 from impasse.ask.schema import AskTask, Blocker, BusinessInfoEntry, SqlFields, SweFields
 
 REGISTRY = Path("ask-human-data") / "blocker_registry.json"
 NAIVE = Path("validation") / "naive_queries.json"
-SWE_NOT_RUNNABLE = ("needs the authors' container image {image}: impasse's Docker backend (--backend docker) "
-                    "runs images it builds from its own task layers and pulls nothing from a registry (none is "
-                    "reachable here), so this task cannot run here")
-
-
-def swe_not_runnable(image: str | None) -> str:
-    """Why an imported HiL-Bench SWE task does not run here (the image is named so a user can check)."""
-    return SWE_NOT_RUNNABLE.format(image=repr(image) if image else "(metadata names none)")
-
-
-class TaskFormatError(ValueError):
-    """A task directory does not follow the layout; the message names the file and field."""
+SCHEMA = Path("data") / "schema_descriptions.json"
+"""Ours: the table and column descriptions an imported task brought along (the release's CSVs, read)."""
 
 
 @cache
@@ -162,20 +167,25 @@ def _domain(d: Path, meta: dict[str, Any]) -> str:
                           "\"domain\": \"sql\" or \"swe\"")
 
 
-def _sql_fields(d: Path, meta: dict[str, Any], database: Path | None) -> SqlFields:
-    gt = d / "ground_truth.sql"
-    if not gt.exists():
-        raise TaskFormatError(f"{gt}: missing (SQL tasks need the ground-truth query)")
-    cols, rows = read_golden(d / "golden_output.csv")
+def _sql_fields(d: Path, meta: dict[str, Any], harbor: HarborTask | None) -> SqlFields:
+    gt = harbor.first_existing("ground_truth.sql", "solution/ground_truth.sql", "tests/ground_truth.sql") \
+        if harbor else d / "ground_truth.sql"
+    if gt is None or not gt.exists():
+        raise TaskFormatError(f"{gt or d / 'ground_truth.sql'}: missing (SQL tasks need the ground-truth query)")
+    golden = (harbor.first_existing("golden_output.csv", "tests/golden_output.csv") if harbor else None) \
+        or d / "golden_output.csv"
+    cols, rows = read_golden(golden)
     naive = _read_json(d / NAIVE) if (d / NAIVE).exists() else {}
     name = meta.get("database_name") or meta.get("database")
     if not name:
         raise TaskFormatError(f"{d / 'metadata.json'}: field database_name: missing")
-    pinned = database or meta.get("database_path")  # an imported task remembers the database it was given
+    descriptions = read_descriptions(d / DESCRIPTIONS) if harbor else \
+        (_read_json(d / SCHEMA) if (d / SCHEMA).exists() else None)
+    pinned = meta.get("database_path")  # an imported task remembers the database it was checked against
     return SqlFields(database=name, database_path=str(pinned) if pinned else None,
                      ground_truth_sql=gt.read_text().strip(), golden_columns=cols, golden_rows=rows,
                      business_info=read_business_info(d / "data" / "business_info.json"),
-                     naive_queries=naive)
+                     naive_queries=naive, descriptions=descriptions)
 
 
 def _swe_fields(meta: dict[str, Any]) -> SweFields:
@@ -192,17 +202,24 @@ def _as_list(v: Any) -> list[str]:
     return json.loads(v) if isinstance(v, str) else list(v or [])
 
 
-def load_task(task_dir: Path | str, *, database: Path | None = None) -> AskTask:
-    """Read one task directory (ours or HiL-Bench's). Errors name the file and the field."""
+def load_task(task_dir: Path | str) -> AskTask:
+    """Read one task directory: ours, or a HiL-Bench release task (Harbor's ``<mode>/task.toml`` +
+    ``<mode>/instruction.md`` + ``shared/``). Errors name the file and the field."""
     d = Path(task_dir)
-    if (d / "shared" / "metadata.json").exists():  # a Harbor task folder: the data is in shared/
+    harbor = None
+    if is_harbor_task(d):
+        harbor = read_harbor(d)
+        d = harbor.shared
+    elif (d / "shared" / "metadata.json").exists():  # data in shared/ without mode directories
         d = d / "shared"
     meta = _read_json(d / "metadata.json")
     if not isinstance(meta, dict):
         raise TaskFormatError(f"{d / 'metadata.json'}: expected a JSON object")
-    domain = _domain(d, meta)
+    domain = harbor.domain if harbor else _domain(d, meta)
     blockers = load_registry(d / REGISTRY, domain)
-    fields: dict[str, Any] = {"sql": _sql_fields(d, meta, database)} if domain == "sql" else \
+    if harbor:
+        check_full_info(harbor, blockers)
+    fields: dict[str, Any] = {"sql": _sql_fields(d, meta, harbor)} if domain == "sql" else \
         {"swe": _swe_fields(meta)}
     # ours carry "domain" + "task_id"; HiL-Bench's "task_id" is an opaque hex id, so prefer its
     # readable ids there
@@ -210,11 +227,14 @@ def load_task(task_dir: Path | str, *, database: Path | None = None) -> AskTask:
     task_id = (meta.get("task_id") if ours else None) or meta.get("hf_task_id") \
         or meta.get("instance_id") or meta.get("dataset_name") \
         or (d.parent.name if d.name == "shared" else d.name)
+    if harbor:
+        meta = {**meta, "release_archive": harbor.archive}
     try:
-        return AskTask(task_id=str(task_id), domain=domain, problem_statement=_statement(d, meta),
+        return AskTask(task_id=str(task_id), domain=domain,
+                       problem_statement=harbor.question if harbor else _statement(d, meta),
                        blockers=blockers, metadata=meta, runnable=meta.get("runnable", True),
                        not_runnable_reason=meta.get("not_runnable_reason"),
-                       source=meta.get("source", "impasse"), **fields)
+                       source=meta.get("source", "hilbench" if harbor else "impasse"), **fields)
     except ValidationError as e:
         raise TaskFormatError(_fmt(d, e)) from e
 
@@ -241,65 +261,24 @@ def save_task(task: AskTask, task_dir: Path | str) -> Path:
         bi = {"database_name": task.sql.database,
               "business_info": [e.model_dump() for e in task.sql.business_info]}
         (d / "data" / "business_info.json").write_text(json.dumps(bi, indent=2) + "\n")
+        if task.sql.descriptions:
+            (d / SCHEMA).write_text(json.dumps(task.sql.descriptions, indent=1) + "\n")
         if task.sql.naive_queries:
             (d / NAIVE).parent.mkdir(exist_ok=True)
             (d / NAIVE).write_text(json.dumps(task.sql.naive_queries, indent=2) + "\n")
     return d
 
 
+def _natural(p: Path) -> list[Any]:
+    """sql_2 before sql_10."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", str(p))]
+
+
 def task_dirs(root: Path) -> list[Path]:
+    """The task directories under ``root`` (itself, or every folder holding a ``metadata.json``
+    or a ``shared/metadata.json``), in natural order."""
     if (root / "metadata.json").exists() or (root / "shared" / "metadata.json").exists():
         return [root]
     found = {p.parent.parent if p.parent.name == "shared" else p.parent
              for p in root.rglob("metadata.json")}
-    return sorted(found)
-
-
-def import_hilbench(root: Path | str, *, database: Path | str | None = None) -> list[AskTask]:
-    """Import HiL-Bench tasks under ``root`` (one task dir, a Harbor ``harbor_sql``/``harbor_swe``
-    folder, or a checkout). SQL tasks run only against a database you pass (``database=`` a SQLite
-    file, or a folder holding ``<database_name>.sqlite``); SWE tasks are validated and marked
-    ``runnable=False``: they need the authors' images."""
-    root = Path(root)
-    if not root.exists():
-        raise TaskFormatError(f"{root}: no such directory")
-    dirs = task_dirs(root)
-    if not dirs:
-        raise TaskFormatError(f"{root}: no task directory (metadata.json) found under it")
-    tasks = []
-    for d in dirs:
-        t = load_task(d)
-        t = t.model_copy(update={"source": "hilbench"})
-        if t.domain == "swe":
-            t = t.model_copy(update={"runnable": False,
-                                     "not_runnable_reason": swe_not_runnable(t.swe.image if t.swe else None)})
-        else:
-            t = _attach_database(t, Path(database) if database else None)
-        tasks.append(AskTask.model_validate(t.model_dump()))
-    return tasks
-
-
-def write_imported(tasks: list[AskTask], out: Path | str) -> tuple[list[Path], list[AskTask]]:
-    """Write the runnable imported tasks under ``out/<task_id>/`` (our layout, the database pinned in
-    metadata.json) for ``impasse run --suite ask --task-dir OUT``; -> (written dirs, tasks left out
-    because they cannot run here, each with its reason)."""
-    out = Path(out)
-    written, left = [], []
-    for t in tasks:
-        if not t.runnable:
-            left.append(t)
-            continue
-        written.append(save_task(t, out / t.task_id))
-    return written, left
-
-
-def _attach_database(t: AskTask, database: Path | None) -> AskTask:
-    assert t.sql is not None
-    name = t.sql.database
-    path = database / f"{name}.sqlite" if database and database.is_dir() else database
-    if path is None or not path.is_file():
-        why = (f"needs the BIRD database {name!r}: pass database=PATH (a SQLite file or a folder "
-               f"holding {name}.sqlite)" if path is None else f"database {path} does not exist")
-        return t.model_copy(update={"runnable": False, "not_runnable_reason": why})
-    sql = t.sql.model_copy(update={"database_path": str(path.resolve())})
-    return t.model_copy(update={"sql": sql})
+    return sorted(found, key=_natural)

@@ -35,6 +35,15 @@ def run_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
     model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
                                                            "prices per million tokens, ...)")] = None,
+    matcher: Annotated[str, typer.Option(help="--suite ask: who judges ask_human questions: offline (deterministic, "
+                                              "no model) or llm (HiL-Bench's judge prompt at an OpenAI-compatible "
+                                              "endpoint)")] = "offline",
+    matcher_model: Annotated[str | None, typer.Option(help="--matcher llm: the judge's model name")] = None,
+    matcher_base_url: Annotated[str | None, typer.Option(help="--matcher llm: the judge's OpenAI-compatible base URL "
+                                                              "(key from $IMPASSE_API_KEY, or api_key_env in "
+                                                              "--matcher-config)")] = None,
+    matcher_config: Annotated[Path | None, typer.Option(help="--matcher llm: YAML of the judge's model settings "
+                                                            "(temperature, max_retries, timeout, ...)")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Episodes in parallel (default 2; with --resume, the "
                                                          "run's own unless given)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
@@ -82,8 +91,7 @@ def run_cmd(
             rd = RunDir(resume)
             with rd.own():
                 cfg, specs = _resumed(rd, spend, rerun, jobs)
-                if cfg.model:
-                    _preflight(cfg.model)
+                _preflight_endpoints(cfg)
                 _execute(rd, cfg, specs)
             return
         jobs = 2 if jobs is None else jobs
@@ -97,12 +105,12 @@ def run_cmd(
             cfg.limit = None  # a task directory runs whole, not the main job's slice
         if cfg.model and model_config:
             cfg.model = {**_model_settings(model_config), **cfg.model}
+        _set_matcher(cfg, matcher, matcher_model, matcher_base_url, matcher_config)
         ops.apply_spend(cfg, spend)
         if release:
             ops.use_release(cfg, release)
         runner.check(cfg)  # bad names fail here, before any building
-        if cfg.model:
-            _preflight(cfg.model)  # before anything is written: a dead endpoint leaves no run behind
+        _preflight_endpoints(cfg)  # before anything is written: a dead endpoint leaves no run behind
         if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
             from impasse.cli.tasks import tasks_build
 
@@ -228,15 +236,42 @@ def _model_settings(path: Path) -> dict:
     return data
 
 
-def _preflight(model: dict) -> None:
-    """One request before the first episode: a wrong URL, key or model name fails in seconds."""
+def _set_matcher(cfg: Any, name: str, model: str | None, base_url: str | None, settings: Path | None) -> None:
+    """``--matcher``, ``--matcher-model``, ``--matcher-base-url``, ``--matcher-config`` -> the run's
+    config (recorded in the manifest, so ``--resume`` judges with the same judge)."""
+    given = [o for o, v in (("--matcher-model", model), ("--matcher-base-url", base_url),
+                            ("--matcher-config", settings)) if v is not None]
+    if (name != "offline" or given) and cfg.suite != "ask":
+        raise ValueError(f"--matcher and its options are for --suite ask; got --suite {cfg.suite}")
+    if name == "offline" and given:
+        raise ValueError(f"{', '.join(given)} configure the llm matcher: add --matcher llm")
+    cfg.matcher = name
+    if name == "llm":
+        if not model:
+            raise ValueError("--matcher llm needs --matcher-model NAME (and usually --matcher-base-url URL)")
+        cfg.matcher_model = {**(_model_settings(settings) if settings else {}), "model": model,
+                             **({"base_url": base_url} if base_url else {})}
+
+
+def _preflight_endpoints(cfg: Any) -> None:
+    """Every endpoint the run will call (the agent's model, the ask suite's judge), before any episode."""
+    if cfg.model:
+        _preflight(cfg.model)
+    if cfg.matcher_model:
+        _preflight(cfg.matcher_model, what="ask_human judge (--matcher llm)")
+
+
+def _preflight(model: dict, what: str = "") -> None:
+    """One request before the first episode: a wrong URL, key or model name fails in seconds.
+    ``what`` names a judge endpoint (a plain completion: it needs no tool calling)."""
     from impasse.agent.endings import EndpointError
     from impasse.agent.models import ModelConfig, preflight
 
     try:
-        warning = preflight(ModelConfig(**model))
+        warning = preflight(ModelConfig(**model), needs_tools=not what)
     except EndpointError as e:
-        raise fail(f"{e}. Nothing was run; fix it and start again (or --resume the run directory).") from e
+        who = f"the {what}: " if what else ""
+        raise fail(f"{who}{e}. Nothing was run; fix it and start again (or --resume the run directory).") from e
     if warning:
         console.print(f"[yellow]warning:[/] {warning}")
 
@@ -267,8 +302,13 @@ def _execute(rd, cfg, specs) -> None:
                       f"run `impasse run --resume {rd.path}` (--max-cost/--max-tokens/--rpm/--tpm/--prices may be "
                       "given again to change the limits).", soft_wrap=True)
         raise typer.Exit(PAUSED_EXIT)
+    invalid = [r for r in outcome.results if r.get("invalid")]
+    if invalid:  # scored as nothing: said aloud, and a failing exit
+        console.print(f"[bold yellow]{len(invalid)} episode(s) invalid[/] (the ask_human judge could not decide a "
+                      f"question, e.g. {invalid[0]['episode_id']}): they are not scored; `impasse run --resume "
+                      f"{rd.path}` runs them again.", soft_wrap=True)
     console.print(f"trajectories in {rd.episodes}; next: `impasse report {rd.path}`")
-    if any(r["ending"] == "harness_error" for r in outcome.results):
+    if invalid or any(r["ending"] == "harness_error" for r in outcome.results):
         raise typer.Exit(1)
 
 

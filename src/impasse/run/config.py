@@ -30,6 +30,10 @@ class RunConfig(BaseModel):
     agents: list[str] = Field(default_factory=list, description="Agent specs: reference:<profile> (or a bare profile)")
     model: dict[str, Any] | None = Field(None, description="ModelConfig fields for an OpenAI-compatible endpoint")
     replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
+    matcher: str = Field("offline", description="ask suite: who judges ask_human questions: 'offline' "
+                                                "(deterministic, no model) or 'llm' (an OpenAI-compatible judge)")
+    matcher_model: dict[str, Any] | None = Field(None, description="ask suite, --matcher llm: ModelConfig fields "
+                                                                   "of the judge's endpoint")
     step_limit: int = Field(80, ge=1)
     command_timeout: float = Field(60.0, gt=0)
     restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")

@@ -44,7 +44,8 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path | RunDir,
         except BudgetReached as e:  # between two steps: resumable, not a failure
             env.pause(str(e))
             raise
-    return summarize(store.read(spec.episode_id))
+    traj = store.read(spec.episode_id)
+    return {**summarize(traj), **({"invalid": True} if suite.rerun(traj) else {})}
 
 
 def agent_for(agents: list[Any], label: str) -> Any:

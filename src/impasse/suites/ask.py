@@ -63,7 +63,7 @@ def dir_rows(root: Path) -> list[Any]:
             rows.append(AskRow(task_id=d.name, domain="swe", path=str(d.resolve())))
             continue
         if t.domain == "swe" and t.runnable:
-            from impasse.ask.taskdir import swe_not_runnable
+            from impasse.ask.importer import swe_not_runnable
 
             image = t.swe.image if t.swe else None
             t = t.model_copy(update={"runnable": False, "not_runnable_reason": swe_not_runnable(image)})
@@ -135,6 +135,9 @@ class AskSpec(EnvSpec):
     backend: str = Field("local", description="Where SWE tasks' sandboxes live")
     instances: Path | str | None = Field(None, description="A run's pinned task rows (default: "
                                                            "<out>/instances.jsonl if it exists)")
+    matcher: str = Field("offline", description="Who judges ask_human questions (impasse.ask.judge.MATCHER_KINDS)")
+    matcher_model: dict[str, Any] | None = Field(None, description="--matcher llm: ModelConfig fields of the "
+                                                                   "judge's OpenAI-compatible endpoint")
 
 
 class AskSuite:
@@ -144,10 +147,15 @@ class AskSuite:
     def make_env(self, *, store: Any = None, before_step: Any = (), after_step: Any = (), **fields: Any) -> Env:
         from impasse.ask.asktool import ASK_TOOL, STATE, AskState
         from impasse.ask.domains import full_info_statement
+        from impasse.ask.judge import make_matcher
         from impasse.store.rundir import RunDir
         from impasse.store.sink import LocalStore
 
         spec = validate_spec(AskSpec, self.name, fields)
+        try:
+            matcher = make_matcher(spec.matcher, spec.matcher_model)
+        except ValueError as e:
+            raise SpecError(str(e)) from e
         out = RunDir(Path(spec.out or "runs/env"))
         domain = open_domain(Path(spec.instances) if spec.instances else out.instances, spec.task,
                              spec.task_dir, spec.backend)
@@ -165,7 +173,7 @@ class AskSuite:
             first_messages=lambda sb: [{"role": "system", "content": domain.system(sb) + hint},
                                        {"role": "user", "content": statement}],
             grade=lambda sb, patch: domain.grade(patch, sb),
-            tool_state=lambda: {STATE: AskState(list(domain.blockers))}, reward=ask_reward)
+            tool_state=lambda: {STATE: AskState(list(domain.blockers), matcher)}, reward=ask_reward)
         return Env(parts, episode_id=eid, store=store or LocalStore(out), step_limit=spec.step_limit,
                    command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=before_step,
                    after_step=after_step)
@@ -173,7 +181,8 @@ class AskSuite:
     def env_spec(self, spec: EpisodeSpec, cfg: RunConfig) -> dict[str, Any]:
         return {"task": spec.instance_id, "mode": spec.interface, "pass_index": int(spec.condition.removeprefix("pass")),
                 "episode_id": spec.episode_id, "agent": spec.agent, "step_limit": cfg.step_limit,
-                "command_timeout": cfg.command_timeout, "task_dir": cfg.task_dir, "backend": cfg.backend}
+                "command_timeout": cfg.command_timeout, "task_dir": cfg.task_dir, "backend": cfg.backend,
+                "matcher": cfg.matcher, "matcher_model": cfg.matcher_model}
 
     def agents(self, cfg: RunConfig) -> list[AgentSpec]:
         return agents(cfg)
@@ -186,8 +195,11 @@ class AskSuite:
         return domain.image() if hasattr(domain, "image") else None
 
     def check(self, cfg: RunConfig) -> None:
+        from impasse.ask.judge import make_matcher
+
         if bad := [m for m in modes(cfg) if m not in MODES]:
             raise ValueError(f"unknown ask mode(s) {bad}; use --interfaces with {', '.join(MODES)}")
+        make_matcher(cfg.matcher, cfg.matcher_model)
         agents(cfg)
         choose(cfg)
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from impasse.ask.schema import AskTask, BusinessInfoEntry
-from impasse.ask.sql.database import describe
+from impasse.ask.sql.database import DatabaseError, describe
 
 ROW_CAP = 50
 QUERY_SECONDS = 20.0
@@ -47,10 +47,13 @@ class SqlContext:
     @classmethod
     def for_task(cls, task: AskTask, database: Path | str, **kw: Any) -> SqlContext:
         assert task.sql is not None, f"{task.task_id} is not a SQL task"
-        try:
-            desc = describe(task.sql.database)
-        except Exception:  # an imported database: we have its tables but no descriptions
-            desc = {"name": task.sql.database, "description": "", "tables": {}}
+        if task.sql.descriptions is not None:  # imported: the release's description CSVs
+            desc = {"name": task.sql.database, "description": "", **task.sql.descriptions}
+        else:
+            try:
+                desc = describe(task.sql.database)
+            except DatabaseError:  # an imported database without descriptions: tables only
+                desc = {"name": task.sql.database, "description": "", "tables": {}}
         return cls(open_readonly(database), desc, list(task.sql.business_info), **kw)
 
 

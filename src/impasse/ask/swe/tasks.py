@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "swe"
 KINDS = ("missing", "ambiguous", "contradictory")
-BLOCKERS_PER_TASK = (3, 4)  # issue 12: 3-5 per task (must show) within 1-4 (SWE build), so 3 or 4
+BLOCKERS_PER_TASK = (3, 3)  # issue 25: at most 3 questions are answered, so a 4th answer-changing blocker is unsolvable
 
 
 class Blocker(BaseModel):
@@ -109,7 +109,7 @@ def problems(task: SweTask) -> list[str]:
     ids = [b.id for b in task.blockers]
     lo, hi = BLOCKERS_PER_TASK
     if not lo <= len(ids) <= hi:
-        out.append(f"{len(ids)} blockers; a task needs {lo}-{hi}")
+        out.append(f"{len(ids)} blockers; a task needs {lo}-{hi}" if lo != hi else f"{len(ids)} blockers; a task needs {lo}")
     if len(set(ids)) != len(ids):
         out.append(f"duplicate blocker ids: {ids}")
     if set(task.without) != set(ids):

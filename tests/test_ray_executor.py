@@ -2,8 +2,10 @@
 SIGKILL a worker node mid-run, then the driver, resume; every planned episode is there exactly
 once and every event recorded before a kill is still there, unchanged."""
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 from recording import recorded
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one Ray cluster per session
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[dev]')")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -158,10 +160,17 @@ def test_a_fresh_node_builds_the_image_once_and_runs_its_episodes(ray_cluster, g
     if builds[0] != pinned_build:  # builds are not bit-reproducible: the node records what it ran instead
         (alias_file,) = (node_cache / "ray-runs").glob("*/image-aliases.json")
         assert json.loads(alias_file.read_text()) == {glom_task.image: f"{key}@{builds[0]}"}
+        # ... and so does the run directory, once, with what was compared
+        (record,) = [json.loads(x) for x in (run_dir / "stand-ins.jsonl").read_text().splitlines()]
+        assert record["pinned"] == glom_task.image and record["stand_in"] == f"{key}@{builds[0]}"
+        assert set(record["compared"]) == {"spec", "freeze", "files", "clean_tests", "python"}
+    else:
+        assert not (run_dir / "stand-ins.jsonl").exists()
 
 
-def test_a_node_build_stands_in_for_the_pinned_one_only_with_the_same_installed_files(glom_task, tmp_path,
-                                                                                       monkeypatch):
+def test_a_node_build_stands_in_for_the_pinned_one_only_when_every_fact_matches(glom_task, tmp_path, monkeypatch):
+    """Package versions, file contents, clean-test results and the interpreter: one differing
+    fact is a refusal naming it; all equal is a stand-in with a record of what was compared."""
     from impasse.run.ray import ensure_image, pinned_facts
     from impasse.tasks.image import load_image
 
@@ -170,13 +179,24 @@ def test_a_node_build_stands_in_for_the_pinned_one_only_with_the_same_installed_
     key = glom_task.image.partition("@")[0]
     monkeypatch.setenv("IMPASSE_CACHE", str(tmp_path / "node-cache"))
     # The node's own current build of the package (here: a copy of the shared one).
-    ensure_image(key, glom_task.package, glom_task.package_version, "default", str(shared))
+    assert ensure_image(key, glom_task.package, glom_task.package_version, "default", str(shared)) == (key, None)
     absent = f"{key}@{'0' * 16}"  # a pinned build this node has never seen
     facts = pinned_facts(pinned)
-    other = {**facts, "freeze": [*facts["freeze"], "boltons==0.0.1"]}
-    with pytest.raises(FileNotFoundError, match="different build"):
-        ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, other)
-    assert ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, facts) == pinned.ref
+    a_file = next(iter(facts["files"]))
+    a_test = next(iter(facts["clean_tests"]))
+    changed = {
+        "freeze": {**facts, "freeze": [*facts["freeze"], "boltons==0.0.1"]},
+        "files": {**facts, "files": {**facts["files"], a_file: "0" * 64}},
+        "clean_tests": {**facts, "clean_tests": {**facts["clean_tests"], a_test: "FAILED"}},
+        "python": {**facts, "python": {**facts["python"], "version": "3.11.0"}},
+    }
+    for fact, other in changed.items():
+        with pytest.raises(FileNotFoundError, match=rf"different build \({fact}"):
+            ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, other)
+    ref, record = ensure_image(absent, glom_task.package, glom_task.package_version, "default", None, facts)
+    assert ref == pinned.ref and record["pinned"] == absent and record["stand_in"] == pinned.ref
+    assert set(record["compared"]) == {"spec", "freeze", "files", "clean_tests", "python"}
+    assert record["python"] == facts["python"]["version"] and record["files"] == len(facts["files"]) > 0
 
 
 def test_the_ask_suite_runs_on_ray(ray_cluster, tmp_path):
@@ -193,3 +213,134 @@ def test_the_ask_suite_runs_on_ray(ray_cluster, tmp_path):
     report = subprocess.run(IMPASSE + ["report", str(run_dir), "--json", "-"], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr[-2000:]
     assert json.loads(report.stdout)["format"].startswith("impasse.ask-report")
+
+
+def _active(run_dir: Path) -> int:
+    """Episodes between their header and their final line right now."""
+    n = 0
+    for p in (run_dir / "episodes").glob("*.jsonl"):
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            continue
+        n += bool(text) and '"type": "final"' not in text
+    return n
+
+
+def test_a_node_never_runs_more_episodes_than_its_slots(ray_cluster, glom_task, tmp_path):
+    """A node with 2 CPUs and 1 CPU per episode holds 2 slots. Every recorded event makes the
+    episode wait on the writer; a Ray *task* lends its CPU out while it waits, so a task per
+    episode ran 4 at once here. Sampled every 20 ms, never more than 2 are between header and end."""
+    cluster, _ = ray_cluster
+    node = cluster.add_node(num_cpus=2, memory=8 * 2**30, resources={"slot_test": 100})
+    assert _wait(lambda: node.node_id in cluster.global_state._live_node_ids(), 60), "the node did not join"
+    run_dir = tmp_path / "run"
+    peak, stop = [0], [False]
+
+    def sample() -> None:
+        while not stop[0]:
+            peak[0] = max(peak[0], _active(run_dir) if (run_dir / "episodes").is_dir() else 0)
+            time.sleep(0.02)
+
+    import threading
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    try:
+        done = subprocess.run(
+            IMPASSE + ["run", "--tasks", glom_task.instance_id, "--conditions", "clean,read_only_source,text_file_busy",
+                       "--interfaces", "tool", "--agent", "oracle,persistent", "--executor", "ray",
+                       "--ray-address", cluster.address, "--executor-option", 'resources={"slot_test": 1}',
+                       "--executor-option", "memory_gb_per_episode=1", "--out", str(run_dir)],
+            capture_output=True, text=True, timeout=900)
+    finally:
+        stop[0] = True
+        watcher.join()
+        cluster.remove_node(node)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert len(json.loads((run_dir / "summary.json").read_text())) == 6
+    assert 1 <= peak[0] <= 2, f"{peak[0]} episodes ran at once on a node with 2 slots"
+    assert peak[0] == 2, "the two slots never ran together: the test saw no parallelism to bound"
+
+
+def _ray_procs(marker: str) -> list[int]:
+    """PIDs of the processes one `ray start --temp-dir MARKER` started (never anyone else's)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if marker in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+@pytest.fixture(scope="module")
+def token_cluster(tmp_path_factory):
+    """A head and a worker node started the documented way (`ray start`), with token
+    authentication: the head and the worker read the token from RAY_AUTH_TOKEN_PATH."""
+    import secrets
+    import socket
+
+    token = tmp_path_factory.mktemp("ray-auth") / "ray-token"
+    token.write_text(secrets.token_hex(32))
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    with socket.socket() as s:
+        s.bind(("", 0))
+        port = s.getsockname()[1]
+    marker = f"/tmp/impasse-ray-{secrets.token_hex(4)}"
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    try:
+        head = subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
+                               f"--temp-dir={marker}-h"], env={**clean, **auth}, capture_output=True, text=True,
+                              timeout=180)
+        assert head.returncode == 0, head.stderr[-2000:]
+        address = f"{socket.gethostbyname(socket.gethostname())}:{port}"
+        yield {"address": address, "auth": auth, "clean": clean, "ray": ray_bin, "marker": marker}
+    finally:
+        for pid in _ray_procs(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for d in Path("/tmp").glob(Path(marker).name + "-*"):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_without_an_address_the_run_starts_its_own_cluster(token_cluster, glom_task, tmp_path):
+    """(Before a node joins the cluster below.) RAY_ADDRESS names a cluster with no CPU at all (and the shell has its token): joining it
+    would wait forever. Without --ray-address the run starts a private cluster and finishes."""
+    c = token_cluster
+    env = {**c["clean"], **c["auth"], "RAY_ADDRESS": c["address"]}
+    done = subprocess.run(IMPASSE + ["run", "--tasks", glom_task.instance_id, "--conditions", "read_only_source",
+                                     "--interfaces", "tool", "--agent", "escalator", "--executor", "ray", "--jobs", "1",
+                                     "--out", str(tmp_path / "run")], env=env, capture_output=True, text=True,
+                          timeout=400)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 in parallel (a private Ray cluster" in " ".join((done.stdout + done.stderr).split())
+    (row,) = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert row["ending"] == "escalated"
+    assert not Path.home().joinpath(".ray", "auth_token").exists(), "the private cluster's token leaked into ~/.ray"
+
+
+def test_a_second_node_joins_with_the_token_and_runs_episodes(token_cluster, glom_task, tmp_path):
+    c = token_cluster
+    node_args = [c["ray"], "start", f"--address={c['address']}", "--num-cpus=1", "--memory=" + str(3 * 2**30)]
+    refused = subprocess.run([*node_args, f"--temp-dir={c['marker']}-x"], env=c["clean"], capture_output=True,
+                             text=True, timeout=180)
+    assert refused.returncode != 0, "a node without the token joined a cluster with token authentication"
+    joined = subprocess.run([*node_args, f"--temp-dir={c['marker']}-w"], env={**c["clean"], **c["auth"]},
+                            capture_output=True, text=True, timeout=180)
+    assert joined.returncode == 0, joined.stderr[-2000:]
+
+    args = ["run", "--tasks", glom_task.instance_id, "--conditions", "read_only_source", "--interfaces", "tool",
+            "--agent", "escalator", "--executor", "ray", "--ray-address", c["address"]]
+    no_token = subprocess.run(IMPASSE + [*args, "--out", str(tmp_path / "refused")], env=c["clean"],
+                              capture_output=True, text=True, timeout=300)
+    assert no_token.returncode == 2 and "RAY_AUTH_TOKEN" in " ".join(no_token.stderr.split()), \
+        no_token.stdout[-1500:] + no_token.stderr[-1500:]
+    done = subprocess.run(IMPASSE + [*args, "--out", str(tmp_path / "run")], env={**c["clean"], **c["auth"]},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (row,) = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert row["ending"] == "escalated"  # the head has no CPUs: it ran on the node that joined

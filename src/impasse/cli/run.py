@@ -278,10 +278,11 @@ def _preflight(model: dict, what: str = "") -> None:
 
 def _execute(rd, cfg, specs) -> None:
     from impasse.run import execute
+    from impasse.run.executor import EXECUTORS
 
     label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")
-    console.print(f"run {rd.path}: {len(specs)} episodes with {label}, {cfg.jobs} in parallel ({cfg.executor} executor, "
-                  f"{cfg.backend} backend)")
+    console.print(f"run {rd.path}: {len(specs)} episodes with {label}, "
+                  f"{EXECUTORS.get(cfg.executor)().describe(cfg)}, {cfg.backend} backend")
     with progress() as bar:
         task = bar.add_task("episodes", total=len(specs), status="")
 

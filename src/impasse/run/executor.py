@@ -34,6 +34,9 @@ class RunOutcome:
 class Executor(Protocol):
     name: str
 
+    def describe(self, cfg: RunConfig) -> str:
+        """How many episodes run at once and where, for the run's banner."""
+
     def run(self, rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone,
             guard: Guard) -> RunOutcome: ...
 
@@ -102,6 +105,9 @@ class LocalPool:
     """A process pool on this machine (``--jobs`` workers)."""
 
     name = "local"
+
+    def describe(self, cfg: RunConfig) -> str:
+        return f"{cfg.jobs} in parallel (local executor)"
 
     def run(self, rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone, guard: Guard) -> RunOutcome:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait

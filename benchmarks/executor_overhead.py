@@ -52,7 +52,9 @@ def main() -> None:
     task = task if isinstance(task, str) else task.instance_id
     import ray
 
-    ray.init(num_cpus=a.jobs, include_dashboard=False, log_to_driver=False)  # the executor reuses it
+    from impasse.run.ray import connect
+
+    connect(ray, None, a.jobs, 1.0)  # the private cluster the executor would start; it reuses this one
     per: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for executor in ("local", "ray"):

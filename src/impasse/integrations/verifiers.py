@@ -156,7 +156,7 @@ class ImpasseTask(vf.Task[ImpasseData, ImpasseState]):
         terms = last.info["reward_terms"]
         if missing := sorted(set(table(self.data.suite).terms) - set(terms)):
             raise ValueError(f"the episode's reward lacks the table's term(s) {missing}")
-        return dict(terms)
+        return {name: value + 0.0 for name, value in terms.items()}  # + 0.0: no -0.0 (0 x a negative weight)
 
 
 def finished(trace: vf.Trace) -> StepResult:

@@ -1,45 +1,6 @@
-"""impasse's suites as a Prime Intellect ``verifiers`` environment (its v1 API, verifiers 0.4.0).
-
-    from impasse.integrations.verifiers import load_environment
-
-    env = load_environment(suite="blockers", tasks=["glom__25.12.0.invert_if__be2c3b69"],
-                           conditions="read_only_source", interfaces=["tool"], out="runs/train")
-
-or verifiers' own command line, by the taskset id ``impasse-verifiers`` (``pip install
-'impasse[train]'``)::
-
-    vf-eval impasse-verifiers --env.taskset.suite blockers --env.taskset.conditions persistent \\
-        -m MODEL --client.base-url URL --client.api-key-var KEY_VAR --no-push
-
-One rollout is one impasse episode: one :class:`impasse.env.Env`, made from the task's spec when
-the rollout sets up, stepped with each of the model's tool calls, recording its trajectory in the
-run directory ``out`` like any run (``impasse report OUT`` works on a training batch), grading
-the final patch and computing the suite's reward. Every term of the reward table is recorded on
-the verifiers trace under its own name (``trace.rewards``: the term's weighted contribution, so
-``trace.reward`` is impasse's total) and every raw value and suite metric beside it
-(``trace.metrics``: the terms' raw values, Ask-F1, ...). ``trace.info["impasse"]`` names the
-episode and its trajectory file.
-
-The design: the Env is stepped host-side by impasse's own agent loop
-(:func:`impasse.agent.loop.run`), packaged as a verifiers :class:`~verifiers.v1.Harness` that runs
-in-process. verifiers allows that ("a harness may run its loop in-process ... as long as every
-model call goes through the endpoint"): every model call goes through the rollout's interception
-endpoint, so the trace records every turn and its tokens, and the rollout's limits and ``@stop``
-rules refuse turns as for any harness. The tools are not served as a verifiers toolset (MCP)
-because an impasse episode is more than tool results: the monitor's nudges and the restoration
-notice are user messages the model must see between them, the Env (not a generic harness's loop)
-decides when the episode ends, the trajectory records the model's own messages, and the tools'
-schemas are impasse's own JSON schemas, sent as they are.
-
-Groups (RL samples several rollouts from one start): ``group_size=N`` (``--env.group-size N``)
-makes one verifiers episode N rollouts of N forks (:meth:`Env.fork`) of one reset Env, each its
-own trace and trajectory (headers name the group; the set-up itself is recorded under
-``OUT/group_starts``). ``-r N`` stays what it is in verifiers: N independent episodes, each
-reset on its own.
-
-verifiers finds a plugin by a top-level module name, so the top-level module ``impasse_verifiers``
-re-exports this module's taskset, harness and environment; this module is the one place they live.
-"""
+"""The verifiers plugin itself: the taskset, its task, the harness that plays it and the
+environment (one rollout, or a group of forks), as :mod:`impasse.integrations.verifiers`
+describes them. Importing this module needs verifiers (``pip install 'impasse[verifiers]'``)."""
 
 from __future__ import annotations
 
@@ -60,10 +21,9 @@ from impasse.agent.endings import AgentError, EndpointError
 from impasse.agent.loop import LoopConfig, ModelResponse
 from impasse.agent.loop import run as run_loop
 from impasse.env import Env, StepResult, make
-from impasse.rewards import table
+from impasse.integrations.verifiers import TASKSET_ID
+from impasse.store.rundir import RunDir
 
-TASKSET_ID = "impasse-verifiers"
-"""The id verifiers loads the taskset, its harness and its environment by (``impasse_verifiers``)."""
 PLANNED_MODEL = "verifiers"
 """The model name impasse's planner is given: verifiers chooses the model per run, not the taskset."""
 STOPPED = "verifiers stopped the rollout (its agent timeout, or the run was cancelled)"
@@ -133,7 +93,7 @@ class ImpasseTask(vf.Task[ImpasseData, ImpasseState]):
         await live.call(live.open, opener)
         env = live.env
         trace.info["impasse"] = {"suite": self.data.suite, "episode_id": env.episode_id,
-                                 "trajectory": str(Path(self.data.spec["out"]) / "episodes" / f"{env.episode_id}.jsonl"),
+                                 "trajectory": str(RunDir(Path(self.data.spec["out"])).trajectory(env.episode_id)),
                                  **({"group": env.header["group"]} if "group" in env.header else {})}
 
     async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
@@ -152,11 +112,8 @@ class ImpasseTask(vf.Task[ImpasseData, ImpasseState]):
     @vf.reward
     async def impasse(self, trace: vf.Trace) -> dict[str, float]:
         """Every term of the suite's reward table (``impasse/rewards/<suite>.yaml``), weighted."""
-        last = finished(trace)
-        terms = last.info["reward_terms"]
-        if missing := sorted(set(table(self.data.suite).terms) - set(terms)):
-            raise ValueError(f"the episode's reward lacks the table's term(s) {missing}")
-        return {name: value + 0.0 for name, value in terms.items()}  # + 0.0: no -0.0 (0 x a negative weight)
+        # + 0.0: a zero times a negative weight is recorded as 0, not -0
+        return {name: value + 0.0 for name, value in finished(trace).info["reward_terms"].items()}
 
 
 def finished(trace: vf.Trace) -> StepResult:
@@ -234,10 +191,14 @@ class LiveEpisode:
 
     def drive(self, model: Any, config: LoopConfig) -> None:
         """impasse's agent loop over the Env; a model service that fails is a harness error
-        (recorded, never graded), as in every impasse run."""
+        (recorded, never graded), as in every impasse run, unless verifiers stopped the rollout
+        first (its endpoint goes away with it): then the episode ends there, graded."""
         try:
             self.last = run_loop(self.env, Stoppable(model, self.stopped), config)
         except EndpointError as e:
+            if self.env.status == "live" and self.stopped.is_set():
+                self.last = self.env.end("error", error=STOPPED)
+                return
             if self.env.status == "live":
                 self.env.harness_error(f"model endpoint: {e}")
             raise
@@ -332,23 +293,25 @@ class ImpasseEnv(vf.Env[ImpasseEnvConfig]):
         if n == 1:
             await agents.agent.run(task)
             return
+        out = Path(task.data.spec["out"])
         group = LiveEpisode()
-        await group.call(group.open, lambda: make(task.data.suite, **{
-            **episode_spec(task.data, agents.agent.config.model),
-            "out": str(Path(task.data.spec["out"]) / "group_starts")}))
-        forks: list[Env] = await group.call(fork_group, group.env, Path(task.data.spec["out"]), n)
         try:
-            async with asyncio.TaskGroup() as tg:
-                for env in forks:
-                    tg.create_task(agents.agent.run(task.taking(env)))
+            await group.call(group.open, lambda: make(task.data.suite, **{
+                **episode_spec(task.data, agents.agent.config.model), "out": str(out / "group_starts")}))
+            forks: list[Env] = await group.call(fork_group, group.env, out, n)
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    for env in forks:
+                        tg.create_task(agents.agent.run(task.taking(env)))
+            finally:
+                await group.call(close_untaken, forks)
         finally:
-            await group.call(close_untaken, forks)
+            await group.call(group.close, "the group's set-up")
 
 
 def fork_group(parent: Env, out: Path, n: int) -> list[Env]:
     """N forks of the reset ``parent`` into the run directory ``out``; the parent is closed (its
     set-up stays recorded beside the run, under ``group_starts``)."""
-    from impasse.store.rundir import RunDir
     from impasse.store.sink import LocalStore
 
     store = LocalStore(RunDir(out))
@@ -372,16 +335,5 @@ def close_untaken(forks: list[Env]) -> None:
             env.harness_error("its rollout never ran (the verifiers episode failed first)")
 
 
-def load_environment(suite: Literal["blockers", "ask"] = "blockers", group_size: int = 1,
-                     agent: dict[str, Any] | None = None, **taskset: Any) -> ImpasseEnv:
-    """The verifiers environment of ``suite``: ``taskset`` takes :class:`ImpasseTasksetConfig`'s
-    fields (tasks, conditions, interfaces, out, ...), ``agent`` the seat's
-    :class:`verifiers.v1.AgentConfig` fields (max_turns, timeout, ...). Run it with verifiers'
-    eval or a trainer that loads verifiers environments."""
-    config = ImpasseEnvConfig(taskset=ImpasseTasksetConfig(id=TASKSET_ID, suite=suite, **taskset),
-                              group_size=group_size, agent={"runtime": {"type": "subprocess"}, **(agent or {})})
-    return vf.load_environment(config)
-
-
 __all__ = ["TASKSET_ID", "ImpasseData", "ImpasseEnv", "ImpasseEnvConfig", "ImpasseHarness", "ImpasseHarnessConfig",
-           "ImpasseState", "ImpasseTask", "ImpasseTaskset", "ImpasseTasksetConfig", "load_environment"]
+           "ImpasseState", "ImpasseTask", "ImpasseTaskset", "ImpasseTasksetConfig"]

@@ -1,9 +1,12 @@
 # Two entry points (see README "Set-up"): `make run` (the main job) and `make test` (the whole suite).
-# Both install what they need first: Debian packages (bubblewrap, sudo) and the .venv.
+# Both install what they need first: Debian packages (bubblewrap, sudo) and the .venv; `make test`
+# also .venv-verifiers for the verifiers environment's tests (verifiers needs openai<3, the rest openai 3).
 
-VENV   := .venv
-PYTHON ?= python3
-STAMP  := $(VENV)/.installed
+VENV     := .venv
+VENV_VF  := .venv-verifiers
+PYTHON   ?= python3
+STAMP    := $(VENV)/.installed
+STAMP_VF := $(VENV_VF)/.installed
 
 .PHONY: setup run test lint bench clean
 
@@ -16,9 +19,16 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(STAMP_VF): pyproject.toml $(STAMP)
+	$(PYTHON) -m venv $(VENV_VF)
+	$(VENV_VF)/bin/pip install -q --upgrade pip
+	$(VENV_VF)/bin/pip install -q -e '.[verifiers-dev]'
+	$(VENV_VF)/bin/pip check
+	touch $(STAMP_VF)
 
-run: setup
+setup: $(STAMP) $(STAMP_VF)
+
+run: $(STAMP)
 	$(VENV)/bin/impasse run
 	$(VENV)/bin/impasse report runs/latest --html runs/latest/report.html --json runs/latest/report.json
 	$(VENV)/bin/impasse run --suite ask --limit 3 --out runs/latest/ask
@@ -26,6 +36,7 @@ run: setup
 
 test: setup
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup
+	$(VENV_VF)/bin/python -m pytest -q tests/test_verifiers_env.py
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -34,4 +45,4 @@ bench: setup
 	for b in benchmarks/*.py; do $(VENV)/bin/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) $(VENV_VF) runs

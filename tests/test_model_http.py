@@ -18,9 +18,12 @@ class ScriptedServer:
     """Answers /v1/chat/completions from a list of actions; can fail the first requests."""
 
     def __init__(self, actions, failures=(), refuse=None):
-        """``failures``: HTTP codes for the first requests; ``refuse(body) -> (code, message) | None``
-        answers a request with an error (a dead or misconfigured endpoint)."""
-        self.actions, self.failures, self.requests, self.refuse = list(actions), list(failures), [], refuse
+        """``actions``: the k-th reply for a request with k assistant messages, or a policy
+        ``actions(body) -> action`` reading the conversation; ``failures``: HTTP codes for the first
+        requests; ``refuse(body) -> (code, message) | None`` answers a request with an error (a dead
+        or misconfigured endpoint)."""
+        self.actions = actions if callable(actions) else list(actions)
+        self.failures, self.requests, self.refuse = list(failures), [], refuse
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -39,7 +42,8 @@ class ScriptedServer:
                     self.wfile.write(json.dumps({"error": {"message": text}}).encode())
                     return
                 k = sum(1 for m in body["messages"] if m["role"] == "assistant")
-                action = server.actions[min(k, len(server.actions) - 1)]
+                action = (server.actions(body) if callable(server.actions)
+                          else server.actions[min(k, len(server.actions) - 1)])
                 if isinstance(action, str):
                     message = {"role": "assistant", "content": action}
                 else:

@@ -45,12 +45,14 @@ class ModelConfig:
 class OpenAIModel:
     kind = "model"
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, api_key: str | None = None) -> None:
+        """``api_key`` overrides the environment variable: a key minted per episode by the driver
+        (verifiers' interception secret), never part of the recorded config."""
         from openai import OpenAI
 
         self.config = config
         self.name = config.model
-        key = os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        key = api_key or os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
         # The client's own retries are off: ours are visible, bounded and logged per step.
         self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "retries": 0}

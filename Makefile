@@ -38,10 +38,10 @@ test: setup
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup
 	$(VENV_VF)/bin/python -m pytest -q tests/test_verifiers_env.py
 
-lint: setup
+lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 
-bench: setup
+bench: $(STAMP)
 	for b in benchmarks/*.py; do $(VENV)/bin/python $$b || exit 1; done
 
 clean:

@@ -27,6 +27,7 @@ def test_instances_follow_the_validation_rule(glom_tasks, inflection_tasks):
         assert inst.operator not in st and "```python" in st and inst.FAIL_TO_PASS[0] in st
         fixed_lines = [ln[1:].strip() for ln in inst.patch.splitlines()[3:] if ln.startswith("-") and len(ln.strip()) > 12]
         assert not any(line in st for line in fixed_lines), "the statement must not reveal the fix"
+        assert inst.fail_seconds is not None and 0 < inst.fail_seconds < img.spec.timeout  # timed at build
 
 
 def test_package_outside_the_default_suite_needs_no_settings(inflection_tasks):

@@ -81,6 +81,20 @@ def escalation_accepted(c: Any, trajectory: Any, steps: int, ticket: Any) -> boo
     return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
 
 
+def task_rank(inst: TaskInstance, conditions: list[Any]) -> tuple[bool, float, str]:
+    """Sort key of a task for a plan: every condition applies first, then what its test run costs
+    (the FAIL_TO_PASS tests alone, timed at build; the whole suite's time for tasks built before
+    that was recorded), then the id."""
+    from impasse.tasks.episode import applies
+    from impasse.tasks.image import load_image
+
+    cost = inst.fail_seconds
+    if cost is None:
+        image = load_image(inst.image)
+        cost = image.suite_seconds if image is not None else float("inf")
+    return (not all(applies(c, inst) for c in conditions), round(cost, 1), inst.instance_id)
+
+
 def built_instances() -> list[TaskInstance]:
     from impasse.tasks.build import all_instances
 
@@ -224,10 +238,15 @@ class BlockersSuite:
         if not by_pkg:
             raise ValueError(f"no built tasks for package set {cfg.packages!r}: run "
                              f"`impasse tasks build --suite {cfg.packages}` first")
-        # Packages with a runtime dependency first, so that a small --limit still covers missing_dependency.
-        order = sorted(by_pkg, key=lambda p: (not by_pkg[p][0].runtime_deps, p))
+        # Tasks where every planned condition applies first (so that a small --limit still covers
+        # missing_dependency), then the cheapest to test: the main job's three are the fastest whole ones.
+        conditions = [card(c) for c in select(cfg.conditions)]
+        rank = {i.instance_id: task_rank(i, conditions) for i in insts}
+        for tasks in by_pkg.values():
+            tasks.sort(key=lambda i: rank[i.instance_id])
+        order = sorted(by_pkg, key=lambda p: (rank[by_pkg[p][0].instance_id], p))
         per = cfg.per_package or max(len(v) for v in by_pkg.values())
-        chosen = [i for p in order for i in sorted(by_pkg[p], key=lambda i: i.instance_id)[:per]]
+        chosen = [i for p in order for i in by_pkg[p][:per]]
         rounds = [chosen[k::per] for k in range(per)]
         chosen = [i for r in rounds for i in r]
         return chosen[: cfg.limit] if cfg.limit else chosen

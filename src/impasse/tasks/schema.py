@@ -45,6 +45,8 @@ class TaskInstance(BaseModel):
                                     description="Third-party distributions the package imports at runtime")
     source_dirs: list[str] = Field(default_factory=list, description="Repo-relative package source directories")
     test_files: list[str] = Field(default_factory=list, description="Repo-relative test files of the suite")
+    fail_seconds: float | None = Field(None, ge=0, description="Seconds the FAIL_TO_PASS tests alone took at build "
+                                                              "(what an agent's test run costs; picks the main job)")
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", "runtime_deps", "source_dirs", "test_files", mode="before")
     @classmethod

@@ -6,16 +6,24 @@ VENV     := .venv
 VENV_VF  := .venv-verifiers
 PYTHON   ?= python3
 STAMP    := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 STAMP_VF := $(VENV_VF)/.installed
 
 .PHONY: setup run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	@if [ "$$(id -u)" != 0 ]; then echo "impasse's sandbox needs root (overlayfs, cgroups, setpriv): run make as root" >&2; exit 1; fi
 	@command -v bwrap >/dev/null && command -v sudo >/dev/null && command -v setpriv >/dev/null && command -v git >/dev/null \
 	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap sudo util-linux git >/dev/null)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
+
+# `make run` needs only the benchmark (impasse[bench]); the test suite needs every integration.
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/pip install -q -e '.[bench]'
+	touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml $(RUN_STAMP)
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
@@ -28,7 +36,7 @@ $(STAMP_VF): pyproject.toml $(STAMP)
 
 setup: $(STAMP) $(STAMP_VF)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/impasse run
 	$(VENV)/bin/impasse report runs/latest --html runs/latest/report.html --json runs/latest/report.json
 	$(VENV)/bin/impasse run --suite ask --limit 3 --out runs/latest/ask

@@ -172,6 +172,7 @@ def test_bad_input_is_a_clear_error_with_exit_2(scratch, argv, message, monkeypa
     assert message.format(**scratch) in text or message.lower() in text.lower(), text[-800:]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), \
         "a refused run left a run directory behind"
+    assert not Path(scratch["root"], "nowhere").exists(), f"{argv}: a refused command created the path it was given"
 
 
 def test_exit_codes_are_documented():

@@ -89,6 +89,7 @@ def run_cmd(
         if resume:
             _check_resume_options(ctx)
             rd = RunDir(resume)
+            rd.read_manifest()  # not a run directory: refuse before the lock creates anything there
             with rd.own():
                 cfg, specs = _resumed(rd, spend, rerun, jobs)
                 _preflight_endpoints(cfg)

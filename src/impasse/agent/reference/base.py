@@ -122,6 +122,7 @@ class ReferenceAgent:
         self.name = f"reference/{self.profile}"
         self.test_sources = test_sources or {}
         self.workdir = workdir
+        self._unsafe: list[Act] | None = None
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
         names = {t["function"]["name"] for t in tools}
@@ -345,6 +346,13 @@ class ReferenceAgent:
         return acts
 
     def unsafe_actions(self) -> list[Act]:
+        """The unsafe shortcuts a tempted agent cycles through (built once: the policy is replayed
+        from the start at every step)."""
+        if self._unsafe is None:
+            self._unsafe = self._build_unsafe_actions()
+        return self._unsafe
+
+    def _build_unsafe_actions(self) -> list[Act]:
         target, base = shlex.quote(self.target), PurePosixPath(self.inst.target_file).name
         old, new = fix_edits(self.inst.patch, "")[0]
         test_file = self.inst.FAIL_TO_PASS[0].split("::")[0]

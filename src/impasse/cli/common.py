@@ -7,7 +7,6 @@ import sqlite3
 import sys
 import tarfile
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -34,7 +33,7 @@ class Guarded(TyperGroup):
     """The root command group: an input error that a command did not turn into a message itself
     still ends as one (exit 2), never as a traceback. ``IMPASSE_DEBUG=1`` shows the traceback."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: typer.Context):
         try:
             return super().invoke(ctx)
         except BAD_INPUT as e:

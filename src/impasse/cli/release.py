@@ -20,7 +20,8 @@ def release_cmd(
     tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (instead of a package set)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write it (default: the cache's releases/)")] = None,
 ) -> None:
-    """Frozen task releases: instances (SWE-bench JSONL) + content digests of every layer."""
+    """Frozen task releases: instances (SWE-bench JSONL) + content digests of every layer; an exported
+    archive carries the task images and instance layers too, and import checks them all first."""
     from impasse.tasks import release as rel
 
     try:
@@ -28,7 +29,10 @@ def release_cmd(
             rel.export(rel.resolve(args[1]), Path(args[2]))
             console.print(f"exported {args[1]} to {args[2]}")
         elif args[0] == "import" and len(args) == 2:
-            console.print(f"imported release into {rel.import_archive(Path(args[1]))}")
+            dest, plan = rel.import_archive(Path(args[1]))
+            out.print(f"imported release {plan.name} into {dest}: every digest checked; {len(plan.install)} layers "
+                      f"installed, {len(plan.replace)} replaced (their content differed from the release), "
+                      f"{plan.kept} already here and identical", markup=False)
         elif args[0] == "verify" and len(args) == 2:
             _verify(rel.resolve(args[1]))
         elif len(args) == 1:

@@ -243,7 +243,7 @@ def export(release: Path, archive: Path) -> None:
     roots = Roots.cache()
     tmp = archive.with_name(f".{archive.name}.tmp{os.getpid()}")
     try:
-        with tarfile.open(tmp, "w:gz") as tf:
+        with tarfile.open(tmp, "w:gz", compresslevel=6) as tf:  # gzip's default: 9 takes 3x longer for 1% less
             tf.add(release, arcname=doc["name"])
             for ref in doc["images"]:
                 key, _, build = ref.partition("@")

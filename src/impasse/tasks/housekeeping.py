@@ -3,9 +3,9 @@
 Kept by prune: every layer a frozen release names (``<cache>/releases/*/release.json``), every
 image build that is an image's ``current`` build or that a built task instance names, every
 sdist, every layer a live episode holds (see :mod:`impasse.sandbox.uselock`), and everything a
-registered run that is not provably finished needs to go on (live, paused, interrupted or
-resumable: its pinned image builds, their instance layers, and its release's layers; see
-:mod:`impasse.store.runs`). Removed: instance layers nothing keeps (they are rebuilt on first
+registered run that is not provably finished needs to go on (paused, interrupted or resumable:
+its pinned image builds, their instance layers, and its release's layers; a live run: the same
+but its instance layers, see :func:`run_needs`; states in :mod:`impasse.store.runs`). Removed: instance layers nothing keeps (they are rebuilt on first
 use), superseded image builds, the directories of episodes whose owner is gone, and the
 registrations of runs whose directory is gone.
 
@@ -79,8 +79,11 @@ def release_refs() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_needs(st: runs.RunState) -> tuple[set[str], set[str]]:
-    """(image refs, instance layer names) a run needs to go on: those of its pinned instances,
-    and every layer of the release it runs, wherever that release is stored."""
+    """(image refs, instance layer names) a run needs to go on: the image builds its pinned
+    instances name and their instance layers, and every layer of the release it runs, wherever
+    that release is stored. A live run's own instance layers are left out: it holds each one it
+    mounts (a shared lock), and one removed between its episodes is rebuilt, to the same bytes,
+    when it is next needed; a run that is not going on holds nothing, so everything is kept."""
     from impasse.tasks.release import layer_names
 
     images: set[str] = set()
@@ -90,7 +93,8 @@ def run_needs(st: runs.RunState) -> tuple[set[str], set[str]]:
         try:
             row = json.loads(line)
             images.add(row["image"])
-            layers.update(layer_names(row["instance_id"], row["image"]))
+            if st.state != "live":
+                layers.update(layer_names(row["instance_id"], row["image"]))
         except (ValueError, KeyError, TypeError):
             continue
     release = st.config.get("release") or {}

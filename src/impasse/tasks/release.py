@@ -279,6 +279,8 @@ def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
 
 
 def _unpack(archive: Path, staging: Path) -> Path:
+    if not archive.is_file():
+        raise ReleaseError(f"{archive}: no such file; give the .tar.gz that `impasse tasks release export` wrote")
     try:
         with tarfile.open(archive) as tf:
             # numeric_owner: uids as recorded (a user name may map to another uid here)

@@ -231,18 +231,15 @@ def test_import_does_not_replace_a_layer_a_live_episode_holds(made, backend, mon
     assert "# poisoned" not in target.read_text()
 
 
-def test_a_rebuild_in_a_third_cache_has_the_release_digests(made, backend, monkeypatch):
-    """Builds are bit-reproducible: the glom image and the task's instance layers, built again
-    from PyPI in an empty cache, are the release's trees to the byte (the digests decide)."""
-    from impasse.tasks.digest import tree_digest
-    from impasse.tasks.image import build_image
-    from impasse.tasks.layer import instance_layer
-    from impasse.tasks.suite import spec_for
-
-    doc, task = made["doc"], made["task"]
-    monkeypatch.setenv("IMPASSE_CACHE", str(made["root"] / "rebuild"))
-    image = build_image(spec_for(task.package, task.package_version), backend)
-    assert image.ref == task.image and tree_digest(image.layer) == doc["images"][task.image]
-    for fixed in (False, True):
-        layer = instance_layer(task, image, fixed=fixed)
-        assert tree_digest(layer) == doc["layers"][layer.name], layer.name
+def test_a_rebuild_from_pypi_has_the_release_digests_and_installs_nothing(made):
+    """Builds are bit-reproducible: ``verify --rebuild`` builds the glom image and the task's
+    instance layers again from PyPI in a scratch cache, and each tree is the release's to the
+    byte (the digests decide); the receiver's cache is left exactly as it was."""
+    cache = receiver(made, "rebuild")
+    assert impasse(cache, "tasks", "release", "import", made["archive"]).returncode == 0
+    before = snapshot(cache)
+    r = impasse(cache, "tasks", "release", "verify", "r1", "--rebuild")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "rebuilt 1 task images and 2 instance layers from PyPI: every digest is the release's" in r.stdout
+    after = {k: v for k, v in snapshot(cache).items() if not k.startswith("seccomp-")}  # the sandbox's filter,
+    assert after == before  # compiled on its first use; nothing else changed, nothing was installed

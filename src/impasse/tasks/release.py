@@ -227,6 +227,35 @@ def verify(release: Path) -> list[Mismatch]:
     return check(release, Roots.cache(), stamped=True)
 
 
+def rebuilt_digests(insts: list[Any], specs: dict[str, Any], backend: Any, log: Any = lambda _m: None
+                    ) -> tuple[dict[str, str], dict[str, str]]:
+    """Build every task image (``specs``: image ref -> PackageSpec) and instance layer of
+    ``insts`` again, in the cache ``impasse.paths`` names now (the caller points it at a scratch
+    cache), and return their digests keyed by the release's names: (image ref -> digest, layer
+    name -> digest). A rebuild that differs gets other build names; it is still compared with
+    the layer the release names."""
+    from impasse.tasks.image import build_image
+    from impasse.tasks.layer import instance_layer
+
+    images: dict[str, str] = {}
+    layers: dict[str, str] = {}
+    for ref, spec in sorted(specs.items()):
+        image = build_image(spec, backend, force=True, log=log)
+        images[ref] = tree_digest(image.layer)
+        for inst in (i for i in insts if i.image == ref):
+            for fixed, name in zip((False, True), layer_names(inst.instance_id, ref), strict=True):
+                layers[name] = tree_digest(instance_layer(inst, image, fixed=fixed))
+    return images, layers
+
+
+def compare(doc: dict[str, Any], images: dict[str, str], layers: dict[str, str]) -> list[Mismatch]:
+    """The release's layer digests against ``images`` and ``layers`` (pure)."""
+    return ([Mismatch("rebuilt task image layer", r, d, images.get(r, "")) for r, d in doc["images"].items()
+             if images.get(r) != d]
+            + [Mismatch("rebuilt instance layer", n, d, layers.get(n, "")) for n, d in doc["layers"].items()
+               if layers.get(n) != d])
+
+
 def sha256_of(release: Path) -> str:
     return hashlib.sha256((release / "release.json").read_bytes()).hexdigest()
 

@@ -87,6 +87,35 @@ def test_run_states_from_the_directory_alone(tmp_path):
     assert registered == {"path": str(run.resolve())}  # the owner registered it in its own cache
 
 
+STAGE = """
+import sys, time
+from impasse.tasks.release import staging_area
+with staging_area("import-") as d:
+    (d / "unpacked").write_bytes(b"x" * 1000)
+    print(d.name, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_prune_removes_a_killed_imports_staging_area_and_only_that(tmp_path, monkeypatch):
+    from impasse.tasks.housekeeping import prune
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "IMPASSE_CACHE": str(cache)}
+    killed = subprocess.Popen([sys.executable, "-c", STAGE], stdout=subprocess.PIPE, text=True, env=env)
+    live = subprocess.Popen([sys.executable, "-c", STAGE], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        dead_name, live_name = killed.stdout.readline().strip(), live.stdout.readline().strip()
+        killed.kill()
+        killed.wait()
+        monkeypatch.setenv("IMPASSE_CACHE", str(cache))
+        assert prune()["stale_staging"] == [dead_name]
+        assert sorted(p.name for p in (cache / "staging").iterdir()) == [live_name, f"{live_name}.lock"]
+    finally:
+        live.kill()
+        live.wait()
+
+
 # ----------------------------------------------------------------------------- real runs
 def _private_cache(glom_tasks, tmp_path) -> Path:
     """A cache of its own (copies of the test cache's glom image, tasks and base), so prune

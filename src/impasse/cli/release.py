@@ -78,10 +78,7 @@ def _rebuild(path: Path) -> None:
     """Rebuild the release's layers in a scratch cache beside this one (removed afterwards): the
     builds are reproducible, so each digest must come out as the release has it."""
     import os
-    import shutil
-    import tempfile
 
-    from impasse import paths
     from impasse.sandbox.registry import get_backend
     from impasse.tasks import release as rel
     from impasse.tasks.image import Image
@@ -91,17 +88,16 @@ def _rebuild(path: Path) -> None:
     specs = {ref: Image.model_validate_json((cache.image(ref) / "image.json").read_text()).spec
              for ref in doc["images"]}  # verified above: the release's own image.json files
     backend = get_backend("local")  # its base root filesystem stays this cache's
-    scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=paths.cache_root()))
     before = os.environ.get("IMPASSE_CACHE")
-    os.environ["IMPASSE_CACHE"] = str(scratch)  # this process only: builds land in the scratch cache
-    try:
-        images, layers = rel.rebuilt_digests(rel.instances(path), specs, backend, log=console.print)
-    finally:
-        if before is None:
-            os.environ.pop("IMPASSE_CACHE", None)
-        else:
-            os.environ["IMPASSE_CACHE"] = before
-        shutil.rmtree(scratch, ignore_errors=True)
+    with rel.staging_area("rebuild-") as scratch:
+        os.environ["IMPASSE_CACHE"] = str(scratch)  # this process only: builds land in the scratch cache
+        try:
+            images, layers = rel.rebuilt_digests(rel.instances(path), specs, backend, log=console.print)
+        finally:
+            if before is None:
+                os.environ.pop("IMPASSE_CACHE", None)
+            else:
+                os.environ["IMPASSE_CACHE"] = before
     bad = rel.compare(doc, images, layers)
     for m in bad:
         console.print(f"[red]rebuild differs:[/] {m}", soft_wrap=True)

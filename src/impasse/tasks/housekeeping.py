@@ -205,11 +205,28 @@ def _remove_layer(e: Entry, result: dict[str, list[str]]) -> None:
         os.close(fd)
 
 
+def _sweep_staging() -> list[str]:
+    """Remove the staging areas of imports and rebuilds whose process is gone (their lease is
+    free): a killed import leaves a whole unpacked archive there."""
+    from impasse.sandbox.lease import sweep
+    from impasse.tasks.release import staging_dir
+
+    gone: list[str] = []
+
+    def remove(d: Path) -> None:
+        shutil.rmtree(d, ignore_errors=True)
+        gone.append(d.name)
+
+    sweep(staging_dir(), remove)
+    return gone
+
+
 def prune(dry_run: bool = False) -> dict[str, list[str]]:
     """Remove what nothing keeps; returns removed / in_use (skipped: a live episode holds it) /
-    stale_episodes / forgotten_runs (registrations whose run directory is gone) / kept_runs."""
-    result: dict[str, list[str]] = {"removed": [], "in_use": [], "stale_episodes": [], "forgotten_runs": [],
-                                    "kept_runs": []}
+    stale_episodes / stale_staging (leftovers of killed imports) / forgotten_runs (registrations
+    whose run directory is gone) / kept_runs."""
+    result: dict[str, list[str]] = {"removed": [], "in_use": [], "stale_episodes": [], "stale_staging": [],
+                                    "forgotten_runs": [], "kept_runs": []}
     states = run_states()
     result["kept_runs"] = [f"{st.path} ({st.state})" for _e, st in states if st.state in runs.KEEPING]
     for e in entries(sizes=False):
@@ -227,6 +244,7 @@ def prune(dry_run: bool = False) -> dict[str, list[str]]:
         if st.state == "gone":
             entry.unlink(missing_ok=True)
             result["forgotten_runs"].append(str(st.path))
+    result["stale_staging"] = _sweep_staging()
     if paths.episodes_dir().is_dir():
         from impasse.sandbox.local import sweep_stale
 

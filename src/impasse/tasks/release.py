@@ -19,20 +19,21 @@ replaced by a good archive's copy (unless a live episode holds it: then the impo
 ``impasse run --release NAME|PATH`` takes its tasks from the release's instances and runs on the
 layers it names, after recomputing every digest; it refuses to run, naming the layer, if one
 differs or is missing. Nothing here builds a layer into a release it verifies: builds are
-reproducible (``tasks build --force`` on the same versions gives the same digests), so a rebuild
-can be *checked* against a release, but the digests decide.
+reproducible (the same versions give the same digests), so a rebuild can be *checked* against a
+release (``verify --rebuild``, in a scratch cache), but the release's own layers are what runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import shutil
 import tarfile
-import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -429,25 +430,38 @@ def install(plan: ImportPlan) -> Path:
         uselock.release(fds)
 
 
-def import_archive(archive: Path) -> tuple[Path, ImportPlan]:
-    """Unpack, verify every digest, then install (see :func:`plan_import`). Unpacked beside the
-    cache's folders (one filesystem: installing is a rename); on refusal everything this made,
-    the cache root included, is removed again."""
-    root = paths.cache_root()
+def staging_dir() -> Path:
+    """Scratch space of imports and rebuilds, inside the cache (one filesystem: installing is a
+    rename). Each holds a lease (:mod:`impasse.sandbox.lease`), so ``cache prune`` removes the
+    leftovers of a killed import, and only those."""
+    return paths.cache_root() / "staging"
+
+
+@contextlib.contextmanager
+def staging_area(prefix: str) -> Iterator[Path]:
+    """A fresh leased directory under :func:`staging_dir`; afterwards it is gone, and so is every
+    directory this made on the way (the cache root included) if nothing else is in it."""
+    from impasse.sandbox.lease import Lease
+
+    root = staging_dir()
     made = [d for d in (*reversed(root.parents), root) if not d.exists()]
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
-    refused = True
+    lease = Lease.acquire_new(root, prefix=prefix)
     try:
-        plan = plan_import(archive, staging)
-        dest = install(plan)
-        refused = False
-        return dest, plan
+        lease.dir.mkdir()
+        yield lease.dir
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if refused:
-            for d in reversed(made):
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
+        shutil.rmtree(lease.dir, ignore_errors=True)
+        lease.release()
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                break
+
+
+def import_archive(archive: Path) -> tuple[Path, ImportPlan]:
+    """Unpack, verify every digest, then install (see :func:`plan_import`). On refusal nothing
+    of the cache has changed: the staging area and every directory made for it are gone."""
+    with staging_area("import-") as staging:
+        plan = plan_import(archive, staging)
+        return install(plan), plan

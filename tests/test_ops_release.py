@@ -64,6 +64,8 @@ def made(glom_tasks, tmp_path_factory):
     archive = root / "r1.tar.gz"
     r = impasse(maker, "tasks", "release", "export", "r1", archive)
     assert r.returncode == 0, r.stderr[-2000:]
+    published = hashlib.sha256((maker / "releases" / "r1" / "release.json").read_bytes()).hexdigest()
+    assert f"release.json sha256 {published}" in r.stdout
     doc = json.loads((maker / "releases" / "r1" / "release.json").read_text())
     yield {"root": root, "maker": maker, "archive": archive, "doc": doc, "task": task, "base": maker / "base"}
     shutil.rmtree(root, ignore_errors=True)
@@ -107,18 +109,24 @@ def test_the_archive_is_self_contained_and_a_cache_that_never_built_runs_it(made
     assert not (cache / "tasks").exists()  # the run took its tasks from the release, and built nothing
 
 
-def _tampered(made, name, change):
-    """A copy of the archive with ``change(unpacked_dir)`` applied."""
-    work = made["root"] / f"unpacked-{name}"
-    with tarfile.open(made["archive"]) as tf:
-        tf.extractall(work, filter=lambda m, p: m, numeric_owner=True)
-    change(work)
-    out = made["root"] / f"{name}.tar"  # import reads any tar; uncompressed is quick to write
-    with tarfile.open(out, "w") as tf:
-        for top in sorted(work.iterdir()):
-            tf.add(top, arcname=top.name)
-    shutil.rmtree(work)
+def _tampered(made, name, edit, source=None):
+    """A copy of the archive (uncompressed: import reads any tar) in which each regular file's
+    bytes go through ``edit(member_name, data) -> data``; streamed, never unpacked."""
+    out = made["root"] / f"{name}.tar"
+    with tarfile.open(source or made["archive"]) as src, tarfile.open(out, "w") as dst:
+        for m in src:
+            if not m.isfile():
+                dst.addfile(m)
+                continue
+            data = edit(m.name, src.extractfile(m).read())
+            m.size = len(data)
+            dst.addfile(m, io.BytesIO(data))
     return out
+
+
+def _only(member, change):
+    """An edit that changes the member named ``member`` and nothing else."""
+    return lambda name, data: change(data) if name == member else data
 
 
 def test_a_tampered_archive_is_refused_and_leaves_the_cache_byte_identical(made):
@@ -126,18 +134,13 @@ def test_a_tampered_archive_is_refused_and_leaves_the_cache_byte_identical(made)
     bug_layer = next(n for n in doc["layers"] if ".fixed@" not in n)
     key, _, build = task.image.partition("@")
 
-    def edit_instance_layer(d):
-        p = d / "layers" / bug_layer / "workspace" / "repo" / task.target_file
-        p.write_text(p.read_text().replace("return", "return  ", 1))
-
-    def edit_image(d):
-        site = next((d / "images" / key / build / "layer" / "workspace" / ".venv" / "lib").glob("python*"))
-        p = next((site / "site-packages").glob("*.py"))
-        p.write_text(p.read_text() + "\n")
-
-    def edit_image_json(d):
-        p = d / "images" / key / build / "image.json"
-        p.write_text(p.read_text().replace('"PASSED"', '"FAILED"', 1))
+    layer_file = f"layers/{bug_layer}/workspace/repo/{task.target_file}"
+    with tarfile.open(made["archive"]) as tf:
+        site_file = next(n for n in tf.getnames() if n.startswith(f"images/{key}/{build}/layer/")
+                         and "/site-packages/" in n and n.endswith(".py"))
+    edit_instance_layer = _only(layer_file, lambda b: b.replace(b"return", b"return  ", 1))
+    edit_image = _only(site_file, lambda b: b + b"\n")
+    edit_image_json = _only(f"images/{key}/{build}/image.json", lambda b: b.replace(b'"PASSED"', b'"FAILED"', 1))
 
     installed = receiver(made, "holder")
     assert impasse(installed, "tasks", "release", "import", made["archive"]).returncode == 0
@@ -153,6 +156,31 @@ def test_a_tampered_archive_is_refused_and_leaves_the_cache_byte_identical(made)
             assert snapshot(cache) == before
         assert not empty.exists()
         bad.unlink()
+
+    # rewritten whole, its release.json made to agree: consistent, but not the release published
+    def consistent(name, data):
+        """The changed layer's digest written into release.json (as a forger would)."""
+        if name != "r1/release.json":
+            return data
+        from impasse.tasks.digest import tree_digest
+
+        unpacked = made["root"] / "forged-layer"
+        with tarfile.open(changed) as tf:
+            tf.extractall(unpacked, members=[m for m in tf if m.name.startswith(f"layers/{bug_layer}/")],
+                          filter=lambda m, p: m, numeric_owner=True)
+        doc = json.loads(data)
+        doc["layers"][bug_layer] = tree_digest(unpacked / "layers" / bug_layer)
+        return (json.dumps(doc, indent=1) + "\n").encode()
+
+    published = hashlib.sha256((made["maker"] / "releases" / "r1" / "release.json").read_bytes()).hexdigest()
+    changed = _tampered(made, "changed", edit_instance_layer)
+    forged = _tampered(made, "forged", consistent, source=changed)
+    empty = made["root"] / "never-forged"
+    r = impasse(empty, "tasks", "release", "import", forged, "--sha256", published[:16])
+    assert r.returncode == 2 and "not the release you were given" in r.stderr and not empty.exists(), r.stderr
+    r = impasse(empty, "tasks", "release", "import", made["archive"], "--sha256", published)
+    assert r.returncode == 0, r.stderr  # the published one is
+    shutil.rmtree(empty)
 
     # a member that would land outside the cache: refused, nothing written anywhere
     evil = made["root"] / "evil.tar.gz"

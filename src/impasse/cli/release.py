@@ -10,7 +10,7 @@ import typer
 from impasse.cli.common import console, fail, out
 
 USAGE = ("impasse tasks release NAME [--suite SET | --tasks IDS] [--out DIR] | release export NAME|PATH FILE.tar.gz "
-         "| release import FILE.tar.gz | release verify NAME|PATH [--rebuild]")
+         "| release import FILE.tar.gz [--sha256 HEX] | release verify NAME|PATH [--rebuild]")
 
 
 def release_cmd(
@@ -19,6 +19,9 @@ def release_cmd(
     suite: Annotated[str, typer.Option(help="Package set whose built tasks are frozen")] = "default",
     tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (instead of a package set)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write it (default: the cache's releases/)")] = None,
+    sha256: Annotated[str | None, typer.Option("--sha256", help="import: refuse unless the archive's release.json "
+                                                                  "has this sha256 (or a prefix of it), as export "
+                                                                  "printed it")] = None,
     rebuild: Annotated[bool, typer.Option(help="verify: also build every image and instance layer again from PyPI "
                                                "in a scratch cache and compare digests (installs nothing)")] = False,
 ) -> None:
@@ -29,9 +32,10 @@ def release_cmd(
     try:
         if args[0] == "export" and len(args) == 3:
             rel.export(rel.resolve(args[1]), Path(args[2]))
-            console.print(f"exported {args[1]} to {args[2]}")
+            out.print(f"exported {args[1]} to {args[2]}; release.json sha256 {rel.sha256_of(rel.resolve(args[1]))} "
+                      "(give it to `import --sha256` on the receiving machine)", markup=False)
         elif args[0] == "import" and len(args) == 2:
-            dest, plan = rel.import_archive(Path(args[1]))
+            dest, plan = rel.import_archive(Path(args[1]), sha256)
             out.print(f"imported release {plan.name} into {dest}: every digest checked; {len(plan.install)} layers "
                       f"installed, {len(plan.replace)} replaced (their content differed from the release), "
                       f"{plan.kept} already here and identical", markup=False)

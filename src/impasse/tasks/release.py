@@ -333,12 +333,39 @@ def _in_use(items: list[tuple[str, str]], roots: Roots) -> list[str]:
     return [f"{kind} {name}" for (kind, name), p in lock.items() if p in busy]
 
 
-def plan_import(archive: Path, staging: Path) -> ImportPlan:
+def _against_cache(doc: dict[str, Any], plan: ImportPlan, cache: Roots) -> None:
+    """Sort every layer of the release: absent here (install), here with other content
+    (replace), or here and identical (kept)."""
+    for ref in doc["images"]:
+        if not cache.image(ref).exists():
+            plan.install.append(("image", ref))
+        elif image_mismatches(ref, doc, cache):
+            plan.replace.append(("image", ref))
+        else:
+            plan.kept += 1
+    for n in doc["layers"]:
+        if not cache.layer(n).exists():
+            plan.install.append(("layer", n))
+        elif layer_mismatch(n, doc, cache, stamped=True) is not None:
+            plan.replace.append(("layer", n))
+        else:
+            plan.kept += 1
+
+
+def plan_import(archive: Path, staging: Path, expect_sha256: str | None = None) -> ImportPlan:
     """Unpack ``archive`` into ``staging`` and decide what to install; raises ReleaseError (the
-    cache untouched) if any digest of the archive differs from its release.json, if another
-    release of that name is stored, or if a layer to replace is in use."""
+    cache untouched) if its release.json is not the one expected (``expect_sha256``, a prefix of
+    the hex digest the maker published), if any digest of the archive differs from its
+    release.json, if another release of that name is stored, or if a layer to replace is in use."""
+    if expect_sha256 is not None and len(expect_sha256) < 16:
+        raise ReleaseError(f"--sha256 {expect_sha256!r}: give at least 16 hex digits of the release.json sha256 "
+                           "that `impasse tasks release export` printed")
     rel = _unpack(archive, staging)
     doc = load(rel)
+    if expect_sha256 is not None and not sha256_of(rel).startswith(expect_sha256.lower()):
+        raise ReleaseError(f"{archive}: refused, nothing was installed: its release.json has sha256 "
+                           f"{sha256_of(rel)}, not {expect_sha256!r} as expected; this is not the release you were "
+                           "given (or the archive was rebuilt with other digests)")
     if rel.name != doc["name"]:
         raise ReleaseError(f"{archive}: the release directory {rel.name!r} is not the release's name {doc['name']!r}")
     if bad := check(rel, Roots(staging / "images", staging / "layers"), stamped=False):
@@ -353,21 +380,7 @@ def plan_import(archive: Path, staging: Path) -> ImportPlan:
                            f"{sha256_of(rel)[:16]}); releases are frozen: remove that one or rename this one")
     plan = ImportPlan(doc["name"], staging, store_release=not stored)
     cache = Roots.cache()
-    for ref in doc["images"]:
-        there = cache.image(ref).exists()
-        if not there:
-            plan.install.append(("image", ref))
-        elif image_mismatches(ref, doc, cache):
-            plan.replace.append(("image", ref))
-        else:
-            plan.kept += 1
-    for n in doc["layers"]:
-        if not cache.layer(n).exists():
-            plan.install.append(("layer", n))
-        elif layer_mismatch(n, doc, cache, stamped=True) is not None:
-            plan.replace.append(("layer", n))
-        else:
-            plan.kept += 1
+    _against_cache(doc, plan, cache)
     if busy := _in_use(plan.replace, cache):
         raise ReleaseError(f"refused, nothing was installed: {', '.join(busy)} here differ(s) from the release and "
                            "a live episode is using it; import again once that episode has ended")
@@ -459,9 +472,9 @@ def staging_area(prefix: str) -> Iterator[Path]:
                 break
 
 
-def import_archive(archive: Path) -> tuple[Path, ImportPlan]:
+def import_archive(archive: Path, expect_sha256: str | None = None) -> tuple[Path, ImportPlan]:
     """Unpack, verify every digest, then install (see :func:`plan_import`). On refusal nothing
     of the cache has changed: the staging area and every directory made for it are gone."""
     with staging_area("import-") as staging:
-        plan = plan_import(archive, staging)
+        plan = plan_import(archive, staging, expect_sha256)
         return install(plan), plan

@@ -159,7 +159,16 @@ def load(release: Path) -> dict[str, Any]:
     missing = [k for k in ("name", "instances_sha256", "images", "image_meta", "layers") if k not in doc]
     if missing:
         raise ReleaseError(f"{release}/release.json lacks {', '.join(missing)}; it is not a complete release")
+    parts = [doc["name"], *(p for ref in doc["images"] for p in ref.partition("@")[::2]), *doc["layers"]]
+    if bad := [p for p in parts if not _plain_name(p)]:
+        raise ReleaseError(f"{release}/release.json names {bad[0]!r}, which is not a plain file name; names "
+                           "become paths in the cache, so this release is refused")
     return doc
+
+
+def _plain_name(name: Any) -> bool:
+    """One path component that stays where it is put: no separator, not hidden, not ``..``."""
+    return isinstance(name, str) and bool(name) and "/" not in name and "\0" not in name and not name.startswith(".")
 
 
 def instances(release: Path) -> list[Any]:
@@ -327,9 +336,11 @@ def _unpack(archive: Path, staging: Path) -> Path:
 
 def _in_use(items: list[tuple[str, str]], roots: Roots) -> list[str]:
     """The items a live episode holds now (their usage lock is held; see sandbox.uselock)."""
-    lock = {it: (roots.images / it[1].partition("@")[0] / f".{it[1].partition('@')[2]}.lock" if it[0] == "image"
-                 else roots.layers / f".{it[1]}.lock") for it in items}
-    busy = locks.held(lock.values())
+    from impasse.sandbox import uselock
+
+    lock = {(kind, name): uselock.lock_file(roots.image(name) / "layer" if kind == "image" else roots.layer(name))
+            for kind, name in items}
+    busy = locks.held(p for p in lock.values() if p is not None)
     return [f"{kind} {name}" for (kind, name), p in lock.items() if p in busy]
 
 

@@ -411,8 +411,9 @@ def _lock_all(items: list[tuple[str, str]]) -> list[int]:
             lock.parent.mkdir(parents=True, exist_ok=True)
             fd = uselock.try_exclusive(lock)
             if fd is None:
-                raise ReleaseError(f"{kind} {name} came into use by a live episode during the import; the layers "
-                                   "installed so far match the release; import again once that episode has ended")
+                raise ReleaseError(f"{kind} {name} is locked by another process (a live episode, a build, or "
+                                   "another import of this release); nothing was installed; import again once it "
+                                   "has finished")
             fds.append(fd)
     except BaseException:
         uselock.release(fds)
@@ -448,7 +449,12 @@ def install(plan: ImportPlan) -> Path:
         dest = releases_dir() / plan.name
         if plan.store_release:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(plan.staged / plan.name, dest)
+            try:
+                os.replace(plan.staged / plan.name, dest)
+            except OSError:  # stored meanwhile (another import of it): fine only if it is this release
+                if not (dest / "release.json").is_file() or sha256_of(dest) != sha256_of(plan.staged / plan.name):
+                    raise ReleaseError(f"another release named {plan.name!r} was stored at {dest} during this "
+                                       "import; its layers were left as they are, verify it") from None
         return dest
     finally:
         uselock.release(fds)

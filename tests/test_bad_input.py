@@ -111,6 +111,8 @@ CASES = [
     (["tasks", "verify", "--jobs", "0"], "--jobs"),
     (["tasks", "release", "verify", "{root}/nowhere"], "release"),
     (["tasks", "release", "import", "{root}/binary.yaml"], "not an impasse release archive"),
+    (["tasks", "release", "import", "{root}/nowhere.tar.gz"], "nowhere.tar.gz: no such file"),
+    (["tasks", "release", "export", "{root}/nowhere", "{root}/r.tar.gz"], "no release"),
     (["cache", "list"], "broken-1.0/instances.jsonl:1: not a task instance"),
     (["conditions", "show", "nope"], "unknown condition 'nope'"),
     (["sandbox", "exec", "no_such_task", "--", "true"], "unknown task 'no_such_task'"),

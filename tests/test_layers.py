@@ -13,7 +13,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 RANKS = {
-    0: ("registry", "paths", "layout", "toolschema", "prices"),
+    0: ("registry", "paths", "layout", "toolschema", "prices", "locks"),
     1: ("effects", "facts", "steps"),
     2: ("conditions", "tickets"),
     3: ("monitor", "annotate", "metrics", "rewards"),

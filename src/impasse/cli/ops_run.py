@@ -98,7 +98,8 @@ def select_rerun(rd: Any, specs: list[Any], what: str) -> list[Any]:
 
 
 def use_release(cfg: Any, name_or_path: str) -> None:
-    """Hold the run to a frozen release: its instances, and only if every layer matches."""
+    """Hold the run to a frozen release: its instances (the plan reads the release's own rows,
+    never the tasks built here), and only if every layer it names is installed and matches."""
     from impasse.tasks import release as rel
 
     path = rel.resolve(name_or_path).resolve()
@@ -114,8 +115,9 @@ def verify_release(path: Path) -> None:
 
     if bad := rel.verify(path):
         raise ValueError(f"release {path.name} does not match this machine's cache, refusing to run: "
-                         + "; ".join(map(str, bad)) + ". Rebuild or re-import the named layers (or use the release "
-                         "that matches them).")
+                         + "; ".join(map(str, bad)) + ". Import the release's archive again (`impasse tasks release "
+                         "import FILE.tar.gz`: a good archive replaces every layer that differs), or use the "
+                         "release that matches them.")
 
 
 def pin_release(rd: Any, cfg: Any) -> None:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -178,6 +179,10 @@ class RunLock:
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
                       f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n".encode(), 0)
         self.fd = fd
+        from impasse.store import runs
+
+        with contextlib.suppress(OSError):  # an unwritable cache must not stop a run
+            runs.register(self.rd.path)  # so `cache prune` keeps what this run needs to go on
         return self
 
     def __exit__(self, *exc: object) -> None:

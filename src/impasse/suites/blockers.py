@@ -101,6 +101,16 @@ def built_instances() -> list[TaskInstance]:
     return all_instances()
 
 
+def plannable_instances(cfg: RunConfig) -> list[TaskInstance]:
+    """What a plan chooses from: a release's own rows (a run of a release never reads the tasks
+    built in this cache, which may hold none), else the tasks built here."""
+    if cfg.release:
+        from impasse.tasks.release import instances
+
+        return instances(Path(cfg.release["path"]))
+    return built_instances()
+
+
 def reward_values(trajectory: Any) -> dict[str, float]:
     """The raw value of every term of the suite's reward table (``rewards/blockers.yaml``), from
     the episode's annotation (t*, unsafe requests, the ticket, the class's correct response) and
@@ -226,7 +236,7 @@ class BlockersSuite:
         from impasse.tasks.names import canonical
         from impasse.tasks.suite import load_suite
 
-        insts = list(built_instances())
+        insts = list(plannable_instances(cfg))
         if cfg.tasks:
             chosen = [find_instance(t, insts) for t in cfg.tasks]
             return chosen[: cfg.limit] if cfg.limit else chosen

@@ -32,8 +32,13 @@ from impasse.tasks.pypi import PackageError, download_sdist
 from impasse.tasks.pytest_log import PYTEST_FLAGS, has_summary, parse_statuses
 from impasse.tasks.suite import PYTEST_PIN, PackageSpec
 
-IMAGE_VERSION = 5  # 3: ids with ' - ' recorded whole; 4: PYTHONHASHSEED=0; 5: immutable, content-named builds
+IMAGE_VERSION = 6  # 3: ids with ' - ' recorded whole; 4: PYTHONHASHSEED=0; 5: immutable, content-named builds;
+# 6: bit-reproducible (hash-checked .pyc files)
 PIP_PIN = "pip==25.3"  # Debian's venv pip is too old for PEP 660 editable installs
+SOURCE_DATE_EPOCH = 1735689600
+"""Set for the install: pip then byte-compiles with hash-checked ``.pyc`` files (PEP 552), which
+hold the source's hash instead of its mtime (the time pip unpacked it). With it, two builds of one
+spec are the same tree bit for bit, so a rebuild can be checked against a release's digest."""
 _NOT_SOURCE = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
                "scripts", "tools", "build", "dist", "ci", "tasks"}
 _NOT_MODULES = {"setup.py", "conftest.py", "noxfile.py", "tasks.py", "fabfile.py", "docs.py"}
@@ -153,6 +158,7 @@ def build_image(spec: PackageSpec, backend, *, force: bool = False, log: Log = l
         shutil.copy(tmp / "constraints.txt", workspace / ".constraints.txt")
         reqs = " ".join(shlex.quote(r) for r in [PYTEST_PIN, *spec.test_deps])
         script = f"""set -e
+export SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}
 python3 -m venv --copies /workspace/.venv
 P=/workspace/.venv/bin/python
 $P -m pip install -q {PIP_PIN}

@@ -37,6 +37,12 @@ def commit_tree(tree: Path, message: str) -> str:
     subprocess.run([*git, "add", "-A"], env=GIT_ENV, check=True, capture_output=True)
     subprocess.run([*git, "commit", "-q", "--no-gpg-sign", "-m", message], env=GIT_ENV, check=True,
                    capture_output=True)
+    # The index git just wrote caches each file's stat data (times, inode, device): two builds
+    # would differ there and nowhere else. Read back from the commit, its entries carry no stat
+    # data at all, so the layer is the same bytes on every rebuild (git re-hashes such entries
+    # on first use, and so can never take a changed file for an unchanged one).
+    (tree / ".git" / "index").unlink()
+    subprocess.run([*git, "read-tree", "HEAD"], env=GIT_ENV, check=True, capture_output=True)
     out = subprocess.run([*git, "rev-parse", "HEAD"], env=GIT_ENV, check=True, capture_output=True, text=True)
     return out.stdout.strip()
 

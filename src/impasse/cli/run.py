@@ -105,6 +105,7 @@ def run_cmd(
             cfg.limit = None  # a task directory runs whole, not the main job's slice
         if cfg.model and model_config:
             cfg.model = {**_model_settings(model_config), **cfg.model}
+        _per_model_settings(cfg, base_url, model_config)
         _set_matcher(cfg, matcher, matcher_model, matcher_base_url, matcher_config)
         ops.apply_spend(cfg, spend)
         if release:
@@ -185,6 +186,19 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
     return cfg
 
 
+def _per_model_settings(cfg: Any, base_url: str | None, settings: Path | None) -> None:
+    """``--agent openai:A,openai:B --base-url URL --model-config FILE``: each model gets the URL and
+    the settings (a per-model endpoint or key needs a sweep file: ``--sweep``)."""
+    named = [a.split(":", 1)[1].strip() for a in cfg.agents if a.strip().startswith("openai:")]
+    if not named:
+        if base_url or (settings and not cfg.model):
+            raise ValueError("--base-url and --model-config configure a model: give --model NAME or --agent "
+                             "openai:NAME (reference agents and replays call no endpoint)")
+        return
+    common = {**(_model_settings(settings) if settings else {}), **({"base_url": base_url} if base_url else {})}
+    cfg.models = {name: {**common, "model": name} for name in named}
+
+
 def _task_dir(task_dir: Path | None, suite: str) -> str | None:
     if task_dir is None:
         return None
@@ -257,20 +271,23 @@ def _preflight_endpoints(cfg: Any) -> None:
     """Every endpoint the run will call (the agent's model, the ask suite's judge), before any episode."""
     if cfg.model:
         _preflight(cfg.model)
+    for name, settings in cfg.models.items():
+        _preflight(settings, label=name)
     if cfg.matcher_model:
         _preflight(cfg.matcher_model, what="ask_human judge (--matcher llm)")
 
 
-def _preflight(model: dict, what: str = "") -> None:
+def _preflight(model: dict, what: str = "", label: str = "") -> None:
     """One request before the first episode: a wrong URL, key or model name fails in seconds.
-    ``what`` names a judge endpoint (a plain completion: it needs no tool calling)."""
+    ``what`` names a judge endpoint (a plain completion: it needs no tool calling); ``label``
+    the run's name for the model (a sweep's)."""
     from impasse.agent.endings import EndpointError
     from impasse.agent.models import ModelConfig, preflight
 
     try:
         warning = preflight(ModelConfig(**model), needs_tools=not what)
     except EndpointError as e:
-        who = f"the {what}: " if what else ""
+        who = f"the {what}: " if what else (f"model {label!r}: " if label else "")
         raise fail(f"{who}{e}. Nothing was run; fix it and start again (or --resume the run directory).") from e
     if warning:
         console.print(f"[yellow]warning:[/] {warning}")
@@ -280,7 +297,8 @@ def _execute(rd, cfg, specs) -> None:
     from impasse.run import execute
     from impasse.run.executor import EXECUTORS
 
-    label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")
+    label = ("model" if cfg.model else f"{len(cfg.models)} model(s)" if cfg.models else
+             "replay" if cfg.replay else "reference agents (scripted, not model results)")
     console.print(f"run {rd.path}: {len(specs)} episodes with {label}, "
                   f"{EXECUTORS.get(cfg.executor)().describe(cfg)}, {cfg.backend} backend")
     with progress() as bar:

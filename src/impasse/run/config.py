@@ -29,6 +29,9 @@ class RunConfig(BaseModel):
     interfaces: list[str] = Field(default_factory=lambda: ["baseline", "tool", "monitor"])
     agents: list[str] = Field(default_factory=list, description="Agent specs: reference:<profile> (or a bare profile)")
     model: dict[str, Any] | None = Field(None, description="ModelConfig fields for an OpenAI-compatible endpoint")
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-model ModelConfig fields by "
+                                              "the agent's name (openai:NAME): a sweep's models, each at its own "
+                                              "endpoint ('model' is the name the endpoint knows)")
     replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
     matcher: str = Field("offline", description="ask suite: who judges ask_human questions: 'offline' "
                                                 "(deterministic, no model) or 'llm' (an OpenAI-compatible judge)")

@@ -442,6 +442,8 @@ class RayExecutor:
                 pool.refresh()
                 while queue and pool.ready and out.paused is None:
                     s = queue.pop()
+                    if guard.skips(s):  # its model's own ceiling is reached
+                        continue
                     actor = pool.ready.pop()
                     pool.busy[actor.run.remote(asdict(s), *args)] = (actor, s)
                 if out.paused is not None:
@@ -466,6 +468,7 @@ class RayExecutor:
                 ray.kill(server)
             if private:
                 ray.shutdown()
+        out.paused = out.paused or guard.model_pauses()
         return out
 
     @staticmethod

@@ -20,8 +20,17 @@ from impasse.agent.models import ModelConfig, OpenAIModel
 from impasse.cli import app
 from impasse.prices import Price
 from impasse.run import buckets
-from impasse.run.budget import (BudgetReached, Estimate, Ledger, Metered, SpendLimits, admit, estimate, reserve,
-                                settle)
+from impasse.run.budget import (
+    BudgetReached,
+    Estimate,
+    Ledger,
+    Metered,
+    SpendLimits,
+    admit,
+    estimate,
+    reserve,
+    settle,
+)
 
 SQL_TASK = "fl01_delay_share_ewr_summer"
 ACTIONS = [("list_tables", {}), ("execute_query", {"query": "select 1"}), ("list_tables", {}),
@@ -169,7 +178,7 @@ def test_rpm_is_shared_by_processes_in_real_time(tmp_path):
         server.close()
     times = [json.loads(line)["t"] for line in ledger.read_text().splitlines()]
     assert len(times) >= 5
-    gaps = [b - a for a, b in zip(sorted(times), sorted(times)[1:])]
+    gaps = [b - a for a, b in zip(sorted(times), sorted(times)[1:], strict=False)]
     assert min(gaps) > 0.4  # three workers, yet spaced as one bucket says
     assert time.time() - t0 >= 0.5 * (len(times) - 1)
 

@@ -189,9 +189,11 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
 def _per_model_settings(cfg: Any, base_url: str | None, settings: Path | None) -> None:
     """``--agent openai:A,openai:B --base-url URL --model-config FILE``: each model gets the URL and
     the settings (a per-model endpoint or key needs a sweep file: ``--sweep``)."""
+    if cfg.model:
+        return  # --model NAME: the run's one model config has them
     named = [a.split(":", 1)[1].strip() for a in cfg.agents if a.strip().startswith("openai:")]
     if not named:
-        if base_url or (settings and not cfg.model):
+        if base_url or settings:
             raise ValueError("--base-url and --model-config configure a model: give --model NAME or --agent "
                              "openai:NAME (reference agents and replays call no endpoint)")
         return

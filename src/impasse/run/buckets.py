@@ -53,11 +53,14 @@ def take(bucket: dict[str, float] | None, capacity: float, rate: float, amount: 
     return {"level": level(bucket, capacity, rate, now) - amount, "t": now}
 
 
-def limits_of(limits: Any) -> dict[str, tuple[float, float]]:
-    """The run's buckets by name: ``{"rpm": (capacity, rate), "tpm": ...}`` for the limits set."""
+def limits_of(limits: Any, model: str | None = None) -> dict[str, tuple[str, tuple[float, float]]]:
+    """The buckets a call of ``model`` draws from, by state key: ``{"rpm": ("rpm", (capacity,
+    rate)), "tpm:m": ("tpm", ...)}``: the run's limits and the model's own."""
     out = {}
-    for kind in ("rpm", "tpm"):
-        value = getattr(limits, kind, None)
-        if value:
-            out[kind] = shape(kind, value, getattr(limits, f"{kind}_burst", None))
+    own = limits.ceiling_of(model) if model is not None and hasattr(limits, "ceiling_of") else None
+    for prefix, holder in (("", limits), (f":{model}", own)):
+        for kind in ("rpm", "tpm"):
+            value = getattr(holder, kind, None) if holder is not None else None
+            if value:
+                out[f"{kind}{prefix}"] = (kind, shape(kind, value, getattr(holder, f"{kind}_burst", None)))
     return out

@@ -56,9 +56,13 @@ WAIT_FOR_OTHERS_S = 0.25
 
 
 class Ceiling(BaseModel):
+    """One model's own limits (a sweep's model at its own endpoint has its own rate limits)."""
+
     model_config = ConfigDict(strict=True, extra="forbid")
     max_cost: float | None = None
     max_tokens: int | None = None
+    rpm: int | None = Field(None, ge=1)
+    tpm: int | None = Field(None, ge=1)
 
 
 class SpendLimits(BaseModel):
@@ -209,9 +213,9 @@ def admit(state: dict[str, Any], limits: SpendLimits, model: str, est: Estimate,
                                          + (f"${need:.4f}" if kind == "cost" else f"{need} tokens"))
             if spent + hold + need > cap:
                 waits.append(WAIT_FOR_OTHERS_S)  # fits once the calls in flight are booked
-    for kind, (capacity, rate) in buckets.limits_of(limits).items():
+    for key, (kind, (capacity, rate)) in buckets.limits_of(limits, model).items():
         need = 1 if kind == "rpm" else est.tokens
-        waits.append(buckets.wait_for(state.get("buckets", {}).get(kind), capacity, rate, need, now))
+        waits.append(buckets.wait_for(state.get("buckets", {}).get(key), capacity, rate, need, now))
     wait = max(waits)
     return ("wait", wait) if wait > 0 else ("go", None)
 
@@ -219,10 +223,10 @@ def admit(state: dict[str, Any], limits: SpendLimits, model: str, est: Estimate,
 def reserve(state: dict[str, Any], limits: SpendLimits, model: str, est: Estimate, now: float,
             owner: dict[str, Any]) -> str:
     """Take the call's request and tokens from the buckets and hold its estimate; its id."""
-    for kind, (capacity, rate) in buckets.limits_of(limits).items():
+    for key, (kind, (capacity, rate)) in buckets.limits_of(limits, model).items():
         amount = 1 if kind == "rpm" else est.tokens  # a call above the capacity goes into debt
-        state.setdefault("buckets", {})[kind] = buckets.take(state.get("buckets", {}).get(kind), capacity, rate,
-                                                             amount, now)
+        state.setdefault("buckets", {})[key] = buckets.take(state.get("buckets", {}).get(key), capacity, rate,
+                                                            amount, now)
     rid = uuid.uuid4().hex[:12]
     state.setdefault("reserved", {})[rid] = {"model": model, "cost_usd": est.cost_usd, "tokens": est.tokens,
                                              "t": now, **owner}
@@ -230,17 +234,15 @@ def reserve(state: dict[str, Any], limits: SpendLimits, model: str, est: Estimat
 
 
 def settle(state: dict[str, Any], limits: SpendLimits, rid: str, used_tokens: int | None, now: float) -> None:
-    """Drop a reservation; a call that used more tokens than it took from the tpm bucket owes
+    """Drop a reservation; a call that used more tokens than it took from the tpm buckets owes
     the rest (see :mod:`impasse.run.buckets`)."""
     r = state.get("reserved", {}).pop(rid, None)
-    shape = buckets.limits_of(limits).get("tpm")
-    if r is None or shape is None or not used_tokens:
+    if r is None or not used_tokens or used_tokens <= r["tokens"]:
         return
-    capacity, rate = shape
-    owed = used_tokens - r["tokens"]
-    if owed > 0:
-        state.setdefault("buckets", {})["tpm"] = buckets.take(state.get("buckets", {}).get("tpm"), capacity, rate,
-                                                              owed, now)
+    for key, (kind, (capacity, rate)) in buckets.limits_of(limits, r["model"]).items():
+        if kind == "tpm":
+            state.setdefault("buckets", {})[key] = buckets.take(state.get("buckets", {}).get(key), capacity, rate,
+                                                                used_tokens - r["tokens"], now)
 
 
 def parse_ceilings(text: str | None, kind: type = float) -> tuple[Any, dict[str, Any]]:
@@ -334,7 +336,7 @@ class Ledger:
     def new_session(self) -> None:
         """A run (or resume) starts: no call is in flight and no pause holds any more."""
         with self.locked() as s:
-            s["reserved"], s["paused"] = {}, {}
+            s["reserved"], s["paused"], s["session_started"] = {}, {}, time.time()
 
     def pause(self, scope: str, reason: str) -> None:
         with self.locked() as s:
@@ -371,12 +373,13 @@ class Metered:
 
     def __init__(self, inner: Any, limits: SpendLimits, ledger: Ledger, episode_id: str,
                  sleep: Callable[[float], None] = time.sleep, name: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, run: str | None = None) -> None:
         self.inner, self.limits, self.ledger, self.episode_id, self.sleep = inner, limits, ledger, episode_id, sleep
         self.clock = clock
         self.kind = getattr(inner, "kind", "model")
         self.name = name or getattr(inner, "name", "")
         self.owner = {"pid": os.getpid(), "host": socket.gethostname(), "episode_id": episode_id}
+        self.run = run
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)
@@ -414,7 +417,8 @@ class Metered:
         cost = self.limits.table.cost(usage, self.name)
         if cost is not None:
             usage["cost_usd"] = round(cost, 6)
-        row = {"t": time.time(), "episode_id": self.episode_id, "model": self.name, "prompt_tokens": p,
+        row = {"t": time.time(), **({"run": self.run} if self.run else {}), "episode_id": self.episode_id,
+               "model": self.name, "prompt_tokens": p,
                "completion_tokens": c, "cached_tokens": usage.get("cached_tokens", 0),
                "cost_usd": usage.get("cost_usd", 0.0), "retries": usage.get("retries", 0),
                "latency_s": usage.get("latency_s", 0.0), "reserved_usd": round(est.cost_usd, 6),
@@ -425,9 +429,10 @@ class Metered:
         return response
 
 
-def meter(model: Any, limits: SpendLimits, ledger_path: Path, episode_id: str, name: str | None = None) -> Any:
+def meter(model: Any, limits: SpendLimits, ledger_path: Path, episode_id: str, name: str | None = None,
+          run: str | None = None) -> Any:
     """Wrap a model client of a run (reference agents and replays cost nothing and are not).
     ``name``: the model's label in the run (its ceilings and prices), default the client's."""
     if getattr(model, "kind", "") != "model":
         return model
-    return Metered(model, limits, Ledger(ledger_path), episode_id, name=name)
+    return Metered(model, limits, Ledger(ledger_path), episode_id, name=name, run=run)

@@ -50,6 +50,10 @@ class RunConfig(BaseModel):
     pause_after_endpoint_failures: int = Field(3, description="Pause the run after this many consecutive episodes "
                                                               "whose model endpoint failed")
     spend: SpendLimits = Field(default_factory=SpendLimits, description="Spend ceilings, rate limits, price table")
+    repeats: int | None = Field(None, ge=1, description="Episodes per (task, condition, interface, agent) "
+                                                        "(None: 1; the ask suite: its 3 passes)")
+    ledger: str | None = Field(None, description="The spend ledger, when a sweep's runs share one (None: "
+                                                 "RUN/usage.jsonl)")
     release: dict[str, Any] | None = Field(None, description="The frozen task release the run uses (name, path, "
                                                              "digest of its description)")
 
@@ -73,3 +77,10 @@ class RunConfig(BaseModel):
         if isinstance(data, dict) and data.get("suite") not in (None, *BENCHMARK_SUITES):
             data = {**data, "packages": data["suite"], "suite": "blockers"}
         return data
+
+
+def ledger_of(cfg: RunConfig, run_dir: Any) -> Any:
+    """Where the run's calls are booked: its own ledger, or the sweep's it shares."""
+    from pathlib import Path
+
+    return Path(cfg.ledger) if cfg.ledger else run_dir.usage

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from impasse.registry import Registry
-from impasse.run.config import RunConfig
+from impasse.run.config import RunConfig, ledger_of
 from impasse.store.rundir import RunDir
 from impasse.suites.base import EpisodeSpec
 
@@ -171,13 +171,17 @@ class LocalPool:
 EXECUTORS.add("ray", "impasse.run.ray:RayExecutor")
 
 
-def execute(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone = lambda _r: None) -> RunOutcome:
-    """Run the plan with the configured executor, then write the summary and the predictions."""
+def execute(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone = lambda _r: None,
+            fresh: bool = True) -> RunOutcome:
+    """Run the plan with the configured executor, then write the summary and the predictions.
+    ``fresh=False``: the ledger's session was started by the caller (a sweep: its pauses hold
+    across its runs)."""
     from impasse.run.budget import Ledger
     from impasse.sandbox.registry import get_backend
 
     get_backend(cfg.backend)  # sweeps stale episodes of a killed earlier run before anything starts
-    Ledger(rd.usage).new_session()  # no call in flight, no pause: the limits given now decide
+    if fresh:
+        Ledger(ledger_of(cfg, rd)).new_session()  # no call in flight, no pause: the limits given now decide
     outcome = EXECUTORS.get(cfg.executor)().run(rd, cfg, specs, on_done, Guard(cfg.pause_after_endpoint_failures))
     order = {s.episode_id: k for k, s in enumerate(specs)}
     outcome.results.sort(key=lambda r: order.get(r["episode_id"], 0))

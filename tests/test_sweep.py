@@ -1,0 +1,127 @@
+"""Sweep files end to end: two models, each at its own scripted OpenAI-compatible endpoint over
+real HTTP, on the ask suite's SQL tasks: validated whole before any call, every model
+preflighted, a dry run that calls and writes nothing, the run, its status from another process,
+a model's own ceiling pausing only that model, the resume, and the per-model report tables."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from test_model_http import ScriptedServer
+from typer.testing import CliRunner
+
+from impasse.cli import app
+
+TASK = "fl01_delay_share_ewr_summer"
+ACTIONS = [("list_tables", {}), ("execute_query", {"query": "select 1"}), ("submit_final_query", {"query": "select 1"})]
+
+
+@pytest.fixture
+def servers():
+    s = [ScriptedServer(ACTIONS), ScriptedServer(ACTIONS)]
+    yield s
+    for x in s:
+        x.close()
+
+
+def sweep_file(tmp_path, servers, **over):
+    small, big = servers
+    doc = {"models": [
+        {"label": "small", "model": "small-v1", "base_url": small.url, "api_key_env": "KEY_SMALL",
+         "config": {"max_tokens": 64, "max_retries": 0}, "rpm": 6000, "price": {"input": 10, "output": 100}},
+        {"label": "big", "base_url": big.url, "config": {"max_tokens": 64, "max_retries": 0},
+         "price": {"input": 20, "output": 200, "cached_input": 2}}],
+        "suites": [{"name": "ask", "tasks": [TASK]}], "interfaces": ["baseline", "ask_human"], "repeats": 2,
+        "max_cost": 5, "step_limit": 4, "jobs": 2}
+    for k, v in over.items():
+        if k.startswith("model_"):
+            doc["models"][int(k[-1])].update(v)
+        else:
+            doc[k] = v
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_dry_run_prints_the_plan_and_calls_and_writes_nothing(tmp_path, servers):
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers), "--out", tmp_path / "sw", "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "small" in res.output and "big" in res.output and "assumed per episode" in res.output
+    assert "total: 8 episodes" in res.output  # 2 models x 1 task x 2 interfaces x 2 repeats
+    assert not any(s.requests for s in servers) and not (tmp_path / "sw").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model_1": {"config": {"api_key": "sk-1"}}}, "models[1] ('big').config: unknown setting(s) ['api_key']"),
+    ({"model_1": {"label": "small"}}, "model label 'small' appears twice"),
+    ({"suites": [{"name": "blockers2"}]}, "suites[0] ('blockers2').name"),
+    ({"model_0": {"rpm": 0}}, "models[0] ('small').rpm"),
+    ({"colour": "red"}, "colour"),
+])
+def test_a_bad_sweep_file_is_a_clear_error_before_any_call(tmp_path, servers, change, message):
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers, **change), "--out", tmp_path / "sw")
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert "Traceback" not in res.output and not any(s.requests for s in servers)
+
+
+def test_a_cost_ceiling_on_an_unpriced_model_is_refused_before_any_call(tmp_path, servers):
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers, model_1={"price": None}), "--out", tmp_path / "sw")
+    assert res.exit_code == 2 and "big" in res.output and "does not price" in res.output
+    assert not any(s.requests for s in servers) and not (tmp_path / "sw").exists()
+
+
+def test_every_model_is_preflighted_before_anything_runs(tmp_path, servers):
+    servers[1].refuse = lambda body: (401, "bad key")
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers), "--out", tmp_path / "sw")
+    assert res.exit_code == 2 and "model 'big'" in res.output and "401" in res.output
+    assert len(servers[0].requests) == 1  # its preflight only: nothing ran
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_two_model_sweep_runs_reports_status_and_estimates_from_itself(tmp_path, servers, monkeypatch):
+    monkeypatch.setenv("KEY_SMALL", "k")
+    out = tmp_path / "sw"
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers), "--out", out)
+    assert res.exit_code == 0, res.output
+    small, big = servers
+    assert {r["model"] for r in small.requests} == {"small-v1"} and {r["model"] for r in big.requests} == {"big"}
+    trajs = sorted(p.name for p in (out / "ask" / "episodes").glob("*.jsonl"))
+    assert len(trajs) == 8 and sum(t.startswith("small") for t in trajs) == 4
+    ledger = [json.loads(line) for line in (out / "usage.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in ledger} == {"small", "big"} and {r["run"] for r in ledger} == {"ask"}
+    # status from another process: the same totals as the ledger
+    st = subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(out), "--json"], capture_output=True,
+                        text=True)
+    assert st.returncode == 0, st.stderr
+    (doc,) = json.loads(st.stdout)
+    assert doc["complete"] == 8 and doc["planned"] == 8
+    assert doc["spent"]["*"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in ledger))
+    text = invoke("status", out).output
+    assert "8/8 episodes complete" in text and "of $5" in text
+    # the dry run of the same sweep, estimated from this one, predicts its cost
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers), "--out", tmp_path / "again", "--dry-run",
+                 "--estimate-from", out)
+    assert res.exit_code == 0 and "measured (this model)" in res.output
+    assert f"${sum(r['cost_usd'] for r in ledger):.4f}" in res.output
+
+
+def test_a_models_own_ceiling_in_a_sweep_pauses_only_it_and_resume_finishes(tmp_path, servers):
+    out = tmp_path / "sw"
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers, model_0={"max_cost": 0.03}), "--out", out)
+    assert res.exit_code == 3, res.output
+    ledger = [json.loads(line) for line in (out / "usage.jsonl").read_text().splitlines()]
+    assert sum(r["cost_usd"] for r in ledger if r["model"] == "small") <= 0.03
+    trajs = [p.name for p in (out / "ask" / "episodes").glob("*.jsonl")]
+    assert sum(t.startswith("big") for t in trajs) == 4 and sum(t.startswith("small") for t in trajs) <= 2
+    assert "paused small" in invoke("status", out).output
+    res = invoke("run", "--resume", out, "--max-cost", "small=5")
+    assert res.exit_code == 0, res.output
+    assert len(list((out / "ask" / "episodes").glob("*.jsonl"))) == 8

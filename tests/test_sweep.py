@@ -89,7 +89,15 @@ def test_every_model_is_preflighted_before_anything_runs(tmp_path, servers):
 def test_a_two_model_sweep_runs_reports_status_and_estimates_from_itself(tmp_path, servers, monkeypatch):
     monkeypatch.setenv("KEY_SMALL", "k")
     out = tmp_path / "sw"
-    res = invoke("run", "--sweep", sweep_file(tmp_path, servers), "--out", out)
+    seen = []
+
+    def flaky(body):  # big's 3rd request answers 503 once: the client retries it
+        seen.append(1)
+        return (503, "overloaded") if len(seen) == 3 else None
+
+    servers[1].refuse = flaky
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers, model_1={"config": {
+        "max_tokens": 64, "max_retries": 2, "backoff_base": 0.01}}), "--out", out)
     assert res.exit_code == 0, res.output
     small, big = servers
     assert {r["model"] for r in small.requests} == {"small-v1"} and {r["model"] for r in big.requests} == {"big"}
@@ -111,6 +119,21 @@ def test_a_two_model_sweep_runs_reports_status_and_estimates_from_itself(tmp_pat
                  "--estimate-from", out)
     assert res.exit_code == 0 and "measured (this model)" in res.output
     assert f"${sum(r['cost_usd'] for r in ledger):.4f}" in res.output
+    # the report's per-model tables: terminal, JSON, HTML
+    res = invoke("report", out / "ask", "--json", tmp_path / "r.json", "--html", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert "per-model usage" in res.output
+    usage = {r["model"]: r for r in json.loads((tmp_path / "r.json").read_text())["usage"]}
+    for model in ("small", "big"):
+        mine = [r for r in ledger if r["model"] == model]
+        assert usage[model]["calls"] == len(mine) and usage[model]["episodes"] == 4
+        assert usage[model]["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in mine), abs=1e-6)
+        assert usage[model]["prompt_tokens"] == sum(r["prompt_tokens"] for r in mine)
+        assert usage[model]["wall_seconds"] >= usage[model]["model_seconds"] / 2 > 0
+    assert usage["big"]["retries"] == 1 and usage["small"]["retries"] == 0
+    assert usage["all"]["calls"] == len(ledger) == len(small.requests) + len(big.requests) - 3  # 2 pings, 1 retry
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="usage"' in page and f"${usage['big']['cost_usd']:.4f}" in page
 
 
 def test_a_models_own_ceiling_in_a_sweep_pauses_only_it_and_resume_finishes(tmp_path, servers):

@@ -54,6 +54,7 @@ def report_cmd(
                               judge_model=judge_model, judge_base_url=judge_base_url)
     except ValueError as e:
         raise fail(str(e)) from e
+    report["usage"] = usage_of(run_dirs)
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":
@@ -62,9 +63,58 @@ def report_cmd(
         json_out.write_text(text)
         console.print(f"JSON report: {json_out}")
     suite.show(report, out)
+    show_usage(report["usage"])
     if html is not None:
-        html.write_text(suite.html(report))
+        html.write_text(with_usage(suite.html(report), report["usage"]))
         console.print(f"HTML report: {html}")
+
+
+def usage_of(run_dirs: list[Path]) -> list[dict]:
+    """The runs' per-model usage from their ledgers (a sweep's shared one: only their own rows)."""
+    from impasse.report.usage import usage_table
+
+    rows, seen = [], set()
+    for rd in run_dirs:
+        try:
+            cfg = json.loads((rd / "manifest.json").read_text()).get("config", {})
+        except (OSError, json.JSONDecodeError):
+            cfg = {}
+        path = Path(cfg["ledger"]) if cfg.get("ledger") else rd / "usage.jsonl"
+        if (path, rd.name) in seen or not path.exists():
+            continue
+        seen.add((path, rd.name))
+        for line in path.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed writer
+            if not cfg.get("ledger") or r.get("run") == rd.name:
+                rows.append(r)
+    return usage_table(rows)
+
+
+def show_usage(table: list[dict]) -> None:
+    from rich.table import Table
+
+    from impasse.report.usage import COLUMNS, cell
+
+    if not table:
+        return
+    t = Table(title="per-model usage (from the spend ledger)")
+    for _k, title in COLUMNS:
+        t.add_column(title, no_wrap=True)
+    for r in table:
+        t.add_row(*(cell(k, r[k]) for k, _t in COLUMNS))
+    out.print(t)
+
+
+def with_usage(page: str, table: list[dict]) -> str:
+    from impasse.report.usage import usage_html
+
+    if not table:
+        return page
+    section = usage_html(table)
+    return page.replace("</body>", section + "</body>", 1) if "</body>" in page else page + section
 
 
 def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:

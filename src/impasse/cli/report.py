@@ -35,6 +35,8 @@ def report_cmd(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report's JSON here ('-' = stdout)")] = None,
     judge_model: Annotated[str | None, typer.Option(help="Also score tickets with this LLM (OpenAI-compatible)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
+    prices: Annotated[Path | None, typer.Option(help="--judge-model: a price table (YAML) pricing the judge, needed "
+                                                     "when a run has a cost ceiling (its calls are booked there)")] = None,
 ) -> None:
     """Annotate, aggregate the suite's metrics (the paper's tables and paired statistics for the
     blockers suite, HiL-Bench's for the ask suite), as terminal tables, JSON and HTML."""
@@ -49,6 +51,7 @@ def report_cmd(
     if len(suites) > 1:
         raise fail(f"{', '.join(map(str, run_dirs))} mix suites ({', '.join(suites)}); report each suite's runs apart")
     suite = SUITES.get(suites[0])
+    paused = _judge(rows, judge_model, judge_base_url, prices) if judge_model else None
     try:
         report = suite.report(rows, [str(r) for r in run_dirs] + ([str(compare)] if compare else []), compare=other,
                               judge_model=judge_model, judge_base_url=judge_base_url)
@@ -67,6 +70,37 @@ def report_cmd(
     if html is not None:
         html.write_text(with_usage(suite.html(report), report["usage"]))
         console.print(f"HTML report: {html}")
+    if paused:
+        raise typer.Exit(3)
+
+
+def _judge(rows: list[dict], model: str, base_url: str | None, prices: Path | None) -> str | None:
+    """The LLM ticket judge before the report: the endpoint checked with one request, verdicts
+    from each run's cache, new calls metered under the runs' ceilings. A dead endpoint is a clear
+    error; a reached ceiling leaves the rest unjudged, said aloud (and the command exits 3)."""
+    from impasse.agent.endings import EndpointError
+    from impasse.agent.models import ModelConfig, OpenAIModel, preflight
+    from impasse.prices import PriceError, load_prices
+    from impasse.run.judge import check_prices, judge_metered
+
+    try:
+        extra = load_prices(prices).to_json() if prices else {}
+        check_prices(rows, model, extra)
+    except (PriceError, ValueError) as e:
+        raise fail(str(e)) from e
+    config = ModelConfig(model=model, base_url=base_url)
+    try:
+        preflight(config, needs_tools=False)
+        outcome = judge_metered(rows, OpenAIModel(config), model, extra)
+    except EndpointError as e:
+        raise fail(f"the ticket judge (--judge-model {model}): {e}. No report was written; the verdicts received "
+                   "so far are cached in each run's judge-cache.jsonl, so a new report does not ask for them again.") from e
+    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache")
+    if outcome.paused:
+        console.print(f"[bold yellow]ticket judging stopped:[/] {outcome.paused}; {len(outcome.unjudged)} ticket(s) "
+                      "not judged (left out of the judge's agreement). Raise the run's ceiling (`impasse run --resume "
+                      "RUN --max-cost ...`) or report again later.", soft_wrap=True)
+    return outcome.paused
 
 
 def usage_of(run_dirs: list[Path]) -> list[dict]:

@@ -304,3 +304,13 @@ def test_agent_list_with_a_dead_endpoint_or_a_bad_model_config_is_a_clear_error(
                                    "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and "model 'm1'" in res.output and "cannot reach" in res.output
     assert not (tmp_path / "r").exists()
+
+
+def test_a_model_config_with_an_unknown_key_is_named_not_a_type_error():
+    from impasse.agent.models import check_settings
+
+    with pytest.raises(ValueError, match=r"prefix.yaml: unknown settings \['api_key'\] \(the key is read"):
+        check_settings({"api_key": "sk-1", "temperature": 0}, "prefix.yaml")
+    with pytest.raises(ValueError, match="prefix.yaml: timeout"):
+        check_settings({"timeout": "soon"}, "prefix.yaml")
+    assert check_settings({"temperature": 0.2}, "x") == {"temperature": 0.2}

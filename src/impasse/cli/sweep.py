@@ -38,6 +38,7 @@ def prior_figures(run: Path | None) -> dict[str, dict[str, float]] | None:
 
 def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[str, float]] | None) -> None:
     """The plan's counts and its estimate (tokens, cost, wall time) with where each comes from."""
+    from impasse.run.budget import Ceiling
     from impasse.run.estimate import duration, estimate_plan, plan_counts
 
     counts = plan_counts([(suite, specs) for suite, _cfg, specs in planned])
@@ -48,7 +49,7 @@ def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[
         table.add_row(model, suite, cond, iface, str(n))
     out.print(table)
     cfg = planned[0][1]
-    est = estimate_plan(counts, cfg.spend.table, prior, cfg.jobs, cfg.spend.rpm)
+    est = estimate_plan(counts, cfg.spend.table, prior, cfg.jobs, cfg.spend.rpm, cfg.step_limit)
     t = Table(title="estimate")
     for col in ("model", "episodes", "calls", "prompt tokens", "completion tokens", "cost", "episode time", "from"):
         t.add_column(col, no_wrap=True)
@@ -60,6 +61,10 @@ def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[
     total = f"${est['cost_usd']:.4f}" if est["cost_usd"] is not None else "unknown (a model has no price)"
     out.print(f"total: {est['episodes']} episodes, {est['calls']} model calls, {est['tokens']} tokens, cost {total}, "
               f"wall time ~{duration(est['wall_seconds'])} on {cfg.jobs} worker(s)")
+    for who, cap, cost in [("the run's", cfg.spend.max_cost, est["cost_usd"])] + [
+            (f"{m}'s", (cfg.spend.ceiling_of(m) or Ceiling()).max_cost, e["cost_usd"]) for m, e in est["models"].items()]:
+        if cap is not None and cost is not None and cost > cap:
+            out.print(f"[yellow]the estimate (${cost:.4f}) is above {who} --max-cost ${cap:g}: it would pause there[/]")
     if est["assumptions"]:
         out.print("assumed per episode (no --estimate-from run): "
                   + ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in est["assumptions"].items()))

@@ -56,17 +56,22 @@ def plan_counts(planned: list[tuple[str, list[Any]]]) -> Counter:
     return c
 
 
-def per_episode(model: str, prior: dict[str, dict[str, float]] | None) -> tuple[dict[str, float], str]:
-    """The figures for one of ``model``'s episodes and where they come from."""
+def per_episode(model: str, prior: dict[str, dict[str, float]] | None, step_limit: int | None = None
+                ) -> tuple[dict[str, float], str]:
+    """The figures for one of ``model``'s episodes and where they come from (assumed calls are
+    capped at the step limit: an episode makes at most one call per step)."""
     if prior and model in prior:
         return prior[model], "measured (this model)"
     if prior and "*" in prior:
         return prior["*"], "measured (all models of the prior run)"
-    return assumptions(), "assumed (estimate.yaml)"
+    fig = assumptions()
+    if step_limit:
+        fig["calls_per_episode"] = min(fig["calls_per_episode"], float(step_limit))
+    return fig, "assumed (estimate.yaml)"
 
 
 def estimate_plan(counts: Counter, prices: PriceTable, prior: dict[str, dict[str, float]] | None, jobs: int,
-                  rpm: int | None = None) -> dict[str, Any]:
+                  rpm: int | None = None, step_limit: int | None = None) -> dict[str, Any]:
     """Per model: episodes, calls, tokens, cost (None when unpriced), episode-seconds; and the
     wall time of the whole plan on ``jobs`` workers (at least what ``rpm`` allows)."""
     episodes: Counter = Counter()
@@ -74,7 +79,7 @@ def estimate_plan(counts: Counter, prices: PriceTable, prior: dict[str, dict[str
         episodes[model] += n
     models = {}
     for model, n in sorted(episodes.items()):
-        fig, source = per_episode(model, prior)
+        fig, source = per_episode(model, prior, step_limit)
         calls = n * fig["calls_per_episode"]
         prompt, completion = calls * fig["prompt_tokens_per_call"], calls * fig["completion_tokens_per_call"]
         price = prices.get(model)
@@ -90,7 +95,8 @@ def estimate_plan(counts: Counter, prices: PriceTable, prior: dict[str, dict[str
     return {"models": models, "episodes": sum(episodes.values()), "calls": calls,
             "tokens": sum(m["prompt_tokens"] + m["completion_tokens"] for m in models.values()),
             "cost_usd": sum(priced) if priced and None not in priced else None, "wall_seconds": wall,
-            "assumptions": assumptions() if any(m["source"].startswith("assumed") for m in models.values()) else None}
+            "assumptions": per_episode("", None, step_limit)[0]
+            if any(m["source"].startswith("assumed") for m in models.values()) else None}
 
 
 def eta_seconds(done: int, total: int, elapsed: float) -> float | None:

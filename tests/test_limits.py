@@ -90,9 +90,9 @@ def test_tpm_bucket_bounds_the_tokens_of_any_minute_and_keeps_the_rate():
 
 
 def test_bucket_shapes_are_the_documented_bounds():
-    assert buckets.shape("rpm", 5) == (1.0, 5 / 60)
+    assert buckets.shape("rpm", 5) == (1.0, 5 / 60.5)
     cap, rate = buckets.shape("rpm", 10, burst=4)
-    assert cap + rate * 60 - 1 == 10  # at most the limit in a window, burst or not
+    assert cap + rate * 60 - 1 < 10  # at most the limit in a window, burst or not
     assert buckets.wait_for(None, 1.0, 5 / 60, 1, 0.0) == 0  # a new bucket is full
     b = buckets.take(None, 1.0, 5 / 60, 1, 0.0)
     assert buckets.wait_for(b, 1.0, 5 / 60, 1, 0.0) == pytest.approx(12.0)
@@ -176,10 +176,10 @@ def test_rpm_is_shared_by_processes_in_real_time(tmp_path):
         _run_workers(server.url, ledger, 0.09, 120, 3)
     finally:
         server.close()
-    times = [json.loads(line)["t"] for line in ledger.read_text().splitlines()]
+    times = [json.loads(line)["t_sent"] for line in ledger.read_text().splitlines()]
     assert len(times) >= 5
     gaps = [b - a for a, b in zip(sorted(times), sorted(times)[1:], strict=False)]
-    assert min(gaps) > 0.4  # three workers, yet spaced as one bucket says
+    assert min(gaps) >= 60.5 / 120 - 1e-3  # three workers, yet spaced as one bucket says
     assert time.time() - t0 >= 0.5 * (len(times) - 1)
 
 

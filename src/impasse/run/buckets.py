@@ -6,7 +6,7 @@ A bucket for "at most ``L`` per 60 s" holds at most ``B`` units (the burst) and 
 ``(L - B + 1) / 60`` units per second for requests (whole units, ``B >= 1``): requests in any
 half-open 60 s window are then at most ``floor(B + (L - B + 1) * t/60)`` for some ``t < 60``,
 i.e. at most ``L``. The default burst of 1 spaces requests evenly (``60 / L`` s apart), which gives
-the full sustained rate of ``L`` a minute. Tokens are not whole units: their bucket holds
+the full sustained rate of ``L`` a minute (less :data:`MARGIN_S`). Tokens are not whole units: their bucket holds
 ``L / 4`` (a call's estimate must fit: a larger one is taken whole once the bucket is full, so it
 alone can exceed the window) and refills at ``3L / 4`` per minute, so a window sees at most ``L``
 *reserved* tokens and a long run sustains 3/4 of them. A
@@ -20,15 +20,18 @@ from __future__ import annotations
 from typing import Any
 
 WINDOW_S = 60.0
+MARGIN_S = 0.5
+"""Refills are spread over 60.5 s: a request reaches its endpoint a little after it leaves the
+bucket (the lock, the connection), and that jitter must not move two into the same minute."""
 
 
 def shape(kind: str, limit: float, burst: float | None = None) -> tuple[float, float]:
     """(capacity, refill per second) of a bucket allowing ``limit`` per minute."""
     if kind == "rpm":
         b = max(1.0, min(float(limit), burst if burst is not None else 1.0))
-        return b, (limit - b + 1) / WINDOW_S
+        return b, (limit - b + 1) / (WINDOW_S + MARGIN_S)
     b = limit / 4 if burst is None else min(float(limit), burst)
-    return b, (limit - b) / WINDOW_S
+    return b, (limit - b) / (WINDOW_S + MARGIN_S)
 
 
 def level(bucket: dict[str, float] | None, capacity: float, rate: float, now: float) -> float:

@@ -388,12 +388,14 @@ class Metered:
         config = getattr(self.inner, "config", None)
         return getattr(config, "max_tokens", None)
 
-    def _reserve(self, est: Estimate) -> str:
+    def _reserve(self, est: Estimate) -> tuple[str, float]:
+        """The reservation's id and when it was made (the request leaves then)."""
         while True:
             with self.ledger.locked() as state:
-                verdict, detail = admit(state, self.limits, self.name, est, self.clock())
+                now = self.clock()
+                verdict, detail = admit(state, self.limits, self.name, est, now)
                 if verdict == "go":
-                    return reserve(state, self.limits, self.name, est, self.clock(), self.owner)
+                    return reserve(state, self.limits, self.name, est, now, self.owner), now
                 if verdict == "refuse":
                     scope, reason = detail
                     state.setdefault("paused", {}).setdefault(scope, reason)
@@ -405,7 +407,7 @@ class Metered:
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         est = estimate(messages, tools, self._max_output(), self.limits.table.get(self.name))
-        rid = self._reserve(est)
+        rid, sent = self._reserve(est)
         try:
             response = self.inner.query(messages, tools)
         except BaseException:
@@ -417,7 +419,8 @@ class Metered:
         cost = self.limits.table.cost(usage, self.name)
         if cost is not None:
             usage["cost_usd"] = round(cost, 6)
-        row = {"t": time.time(), **({"run": self.run} if self.run else {}), "episode_id": self.episode_id,
+        row = {"t": time.time(), "t_sent": round(sent, 6), **({"run": self.run} if self.run else {}),
+               "episode_id": self.episode_id,
                "model": self.name, "prompt_tokens": p,
                "completion_tokens": c, "cached_tokens": usage.get("cached_tokens", 0),
                "cost_usd": usage.get("cost_usd", 0.0), "retries": usage.get("retries", 0),

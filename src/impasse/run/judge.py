@@ -53,8 +53,12 @@ def run_of(row: dict[str, Any]) -> Path:
 
 
 def limits_of_run(run: Path, prices: dict[str, Any]) -> tuple[SpendLimits, Path]:
-    """The run's recorded limits (its price table extended by ``prices``) and its ledger."""
-    cfg = json.loads((run / "manifest.json").read_text()).get("config", {})
+    """The run's recorded limits (its price table extended by ``prices``) and its ledger (a
+    directory of trajectories without a manifest: no limits, a ledger beside them)."""
+    try:
+        cfg = json.loads((run / "manifest.json").read_text()).get("config", {})
+    except (OSError, json.JSONDecodeError):  # trajectories gathered by hand: no limits of their own
+        cfg = {}
     spend = dict(cfg.get("spend") or {})
     spend["prices"] = {**(spend.get("prices") or {}), **prices}
     ledger = Path(cfg["ledger"]) if cfg.get("ledger") else run / "usage.jsonl"

@@ -281,6 +281,15 @@ def test_a_cost_ceiling_needs_a_price_for_every_model_it_covers(tmp_path):
     assert not server.requests and not (tmp_path / "r").exists()  # refused before any call
 
 
+def test_a_per_model_ceiling_naming_no_model_of_the_run_is_refused(tmp_path):
+    server = ScriptedServer(ACTIONS)
+    try:
+        res = _run(tmp_path, server, "--max-cost", "m3=1")
+    finally:
+        server.close()
+    assert res.exit_code == 2 and "'m3', which is no model of this run" in res.output and not server.requests
+
+
 def test_agent_list_takes_base_url_and_model_config_and_preflights_each(tmp_path):
     server = ScriptedServer(ACTIONS)
     try:

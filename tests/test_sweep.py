@@ -148,3 +148,43 @@ def test_a_models_own_ceiling_in_a_sweep_pauses_only_it_and_resume_finishes(tmp_
     res = invoke("run", "--resume", out, "--max-cost", "small=5")
     assert res.exit_code == 0, res.output
     assert len(list((out / "ask" / "episodes").glob("*.jsonl"))) == 8
+
+
+def test_status_from_another_terminal_while_the_sweep_runs(tmp_path, servers):
+    import time
+
+    for s in servers:  # each answer takes a moment, so the sweep is caught half way
+        s.refuse = lambda body: time.sleep(0.15)
+    out = tmp_path / "sw"
+    proc = subprocess.Popen([sys.executable, "-m", "impasse.cli", "run", "--sweep", str(sweep_file(tmp_path, servers)),
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = None
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            st = subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(out), "--json"],
+                                capture_output=True, text=True)
+            if st.returncode == 0:
+                (doc,) = json.loads(st.stdout)
+                if 0 < doc["complete"] < doc["planned"]:
+                    seen = doc
+                    break
+            time.sleep(0.3)
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, output[-2000:]
+    assert seen is not None, "never saw the sweep half way"
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
+    assert 0 < seen["spent"]["*"]["cost_usd"] < 5
+    assert "ETA" in output and "sweep/run: $" in output and "of $5" in output  # the progress line
+
+
+def test_a_plain_run_dry_run_calls_and_writes_nothing(tmp_path, servers):
+    res = invoke("run", "--suite", "ask", "--tasks", TASK, "--agent", "openai:m1,openai:m2", "--base-url",
+                 servers[0].url, "--interfaces", "baseline", "--out", tmp_path / "r", "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "total: 6 episodes" in res.output and "nothing was called" in res.output
+    assert not servers[0].requests and not (tmp_path / "r").exists()
+    res = invoke("run", "--suite", "ask", "--tasks", TASK, "--estimate-from", tmp_path, "--out", tmp_path / "r")
+    assert res.exit_code == 2 and "--estimate-from is for --dry-run" in res.output

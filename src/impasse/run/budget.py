@@ -210,7 +210,8 @@ def admit(state: dict[str, Any], limits: SpendLimits, model: str, est: Estimate,
             if spent + need > cap:
                 shown = f"${spent:.4f} of its {flag} ${cap:g}" if kind == "cost" else f"{int(spent)} of its {flag} {cap}"
                 return "refuse", (scope, f"{who} has spent {shown}; the next call may cost up to "
-                                         + (f"${need:.4f}" if kind == "cost" else f"{need} tokens"))
+                                         + (f"${need:.4f}" if kind == "cost" else f"{need} tokens")
+                                         + " (its prompt + the model's max_tokens)")
             if spent + hold + need > cap:
                 waits.append(WAIT_FOR_OTHERS_S)  # fits once the calls in flight are booked
     for key, (kind, (capacity, rate)) in buckets.limits_of(limits, model).items():

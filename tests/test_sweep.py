@@ -188,3 +188,32 @@ def test_a_plain_run_dry_run_calls_and_writes_nothing(tmp_path, servers):
     assert not servers[0].requests and not (tmp_path / "r").exists()
     res = invoke("run", "--suite", "ask", "--tasks", TASK, "--estimate-from", tmp_path, "--out", tmp_path / "r")
     assert res.exit_code == 2 and "--estimate-from is for --dry-run" in res.output
+
+
+@pytest.mark.slow
+def test_a_sweep_over_two_suites_shares_one_ledger_and_repeats_episodes(glom_task, tmp_path):
+    policy = [("bash", {"command": "echo hi"}), ("task_complete", {"verified": False, "summary": "done"})]
+
+    def act(body):  # the blockers episodes get bash + task_complete, the ask ones the SQL policy
+        names = {t["function"]["name"] for t in body.get("tools", [])}
+        k = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return (ACTIONS if "list_tables" in names else policy)[min(k, 1 if "bash" in names else 2)]
+
+    servers = [ScriptedServer(act), ScriptedServer(act)]
+    try:
+        path = sweep_file(tmp_path, servers, suites=[
+            {"name": "ask", "tasks": [TASK], "interfaces": ["baseline"]},
+            {"name": "blockers", "tasks": [glom_task.instance_id], "interfaces": ["tool"]}], conditions="clean")
+        res = invoke("run", "--sweep", path, "--out", tmp_path / "sw")
+    finally:
+        for s in servers:
+            s.close()
+    assert res.exit_code == 0, res.output
+    blockers = sorted(p.stem for p in (tmp_path / "sw" / "blockers" / "episodes").glob("*.jsonl"))
+    assert len(blockers) == 4 and sum(b.endswith("__r2") for b in blockers) == 2  # 2 models x 2 repeats
+    assert len(list((tmp_path / "sw" / "ask" / "episodes").glob("*.jsonl"))) == 4
+    ledger = [json.loads(line) for line in (tmp_path / "sw" / "usage.jsonl").read_text().splitlines()]
+    assert {r["run"] for r in ledger} == {"ask", "blockers"}
+    st = json.loads(subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(tmp_path / "sw"), "--json"],
+                                   capture_output=True, text=True).stdout)
+    assert [s["complete"] for s in st] == [4, 4]

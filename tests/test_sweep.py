@@ -177,7 +177,7 @@ def test_status_from_another_terminal_while_the_sweep_runs(tmp_path, servers):
     assert seen is not None, "never saw the sweep half way"
     assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
     assert 0 < seen["spent"]["*"]["cost_usd"] < 5
-    assert "ETA" in output and "sweep/run: $" in output and "of $5" in output  # the progress line
+    assert "ETA" in output and "sweep: $" in output and "of $5" in output  # the progress line
 
 
 def test_a_plain_run_dry_run_calls_and_writes_nothing(tmp_path, servers):

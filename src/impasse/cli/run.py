@@ -351,7 +351,8 @@ def progress_status(cfg: Any, ledger: Any, done: int, total: int, started: float
 
     models = [a.split(":", 1)[-1] for a in cfg.agents if a.startswith("openai:")] or (
         [cfg.model["model"]] if cfg.model else [])
-    spend = spend_lines(cfg.spend, ledger.state().get("spent", {}), models) if models else []
+    whole = "sweep" if cfg.ledger else "run"
+    spend = spend_lines(cfg.spend, ledger.state().get("spent", {}), models, whole) if models else []
     import time
 
     return " | ".join([*spend, f"ETA {duration(eta_seconds(done, total, time.time() - started))}"])

@@ -240,7 +240,7 @@ def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep director
     for s in stats:
         out.print(f"{s['run']}: {s['complete']}/{s['planned']} episodes complete"
                   + (f", {s['paused']} paused" if s["paused"] else "") + f", ETA {duration(s['eta_seconds'])}")
-        for line in spend_lines(s["cfg"].spend, s["spent"], s["models"]):
+        for line in spend_lines(s["cfg"].spend, s["spent"], s["models"], "sweep" if s["cfg"].ledger else "run"):
             out.print(f"  spend {line}")
         for scope, why in s["pauses"].items():
             out.print(f"  [yellow]paused[/] {'the run' if scope == '*' else scope}: {why}")

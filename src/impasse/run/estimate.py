@@ -106,10 +106,12 @@ def eta_seconds(done: int, total: int, elapsed: float) -> float | None:
     return elapsed / done * (total - done)
 
 
-def spend_lines(limits: Any, spent: dict[str, dict[str, float]], models: list[str]) -> list[str]:
-    """``the run: $0.12 of $5``, ``m1: $0.05 of $1`` (and tokens) for each ceiling set."""
+def spend_lines(limits: Any, spent: dict[str, dict[str, float]], models: list[str], whole: str = "run"
+                ) -> list[str]:
+    """``run: $0.12 of $5``, ``m1: $0.05 of $1`` (and tokens) for each ceiling set; ``whole``
+    names what the first ceiling covers (``sweep`` for a sweep's runs)."""
     out = []
-    scopes = [("sweep/run", "*", limits.max_cost, limits.max_tokens)]
+    scopes = [(whole, "*", limits.max_cost, limits.max_tokens)]
     for m in models:
         c = limits.ceiling_of(m)
         if c is not None:

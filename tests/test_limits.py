@@ -303,6 +303,26 @@ def test_agent_list_takes_base_url_and_model_config_and_preflights_each(tmp_path
     assert manifest["config"]["models"]["m2"]["base_url"] == server.url
 
 
+def test_agent_list_takes_a_base_url_and_a_model_config_per_model(tmp_path):
+    a, b = ScriptedServer(ACTIONS), ScriptedServer(ACTIONS)
+    cfg_b = tmp_path / "b.yaml"
+    cfg_b.write_text("max_tokens: 48\n")
+    try:
+        res = CliRunner().invoke(app, ["run", "--suite", "ask", "--tasks", SQL_TASK, "--interfaces", "baseline",
+                                       "--agent", "openai:m1,openai:m2", "--base-url", f"m1={a.url},m2={b.url}",
+                                       "--model-config", f"m2={cfg_b}", "--step-limit", "2", "--jobs", "1",
+                                       "--out", str(tmp_path / "run")])
+        assert res.exit_code == 0, res.output
+        assert {r["model"] for r in a.requests} == {"m1"} and {r["model"] for r in b.requests} == {"m2"}
+        assert {r.get("max_tokens") for r in b.requests if "ping" not in json.dumps(r.get("tools", []))} == {48}
+        res = CliRunner().invoke(app, ["run", "--suite", "ask", "--tasks", SQL_TASK, "--agent", "openai:m1,openai:m2",
+                                       "--base-url", f"m1={a.url}", "--out", str(tmp_path / "r2")])
+        assert res.exit_code == 2 and "but not m2" in res.output
+    finally:
+        a.close()
+        b.close()
+
+
 def test_agent_list_with_a_dead_endpoint_or_a_bad_model_config_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("api_key: sk-123\n")

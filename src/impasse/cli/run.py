@@ -233,7 +233,10 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
 
 def _per_model_settings(cfg: Any, base_url: str | None, settings: Path | None) -> None:
     """``--agent openai:A,openai:B --base-url URL --model-config FILE``: each model gets the URL and
-    the settings (a per-model endpoint or key needs a sweep file: ``--sweep``)."""
+    the settings; ``--base-url A=URL1,B=URL2`` and ``--model-config A=FILE1,B=FILE2`` give each
+    its own (a model left out of the URL list is refused: it would call api.openai.com; one left out
+    of the config list has the defaults).
+    Different keys per model need a sweep file (``api_key_env`` per model)."""
     if cfg.model:
         return  # --model NAME: the run's one model config has them
     named = [a.split(":", 1)[1].strip() for a in cfg.agents if a.strip().startswith("openai:")]
@@ -242,8 +245,29 @@ def _per_model_settings(cfg: Any, base_url: str | None, settings: Path | None) -
             raise ValueError("--base-url and --model-config configure a model: give --model NAME or --agent "
                              "openai:NAME (reference agents and replays call no endpoint)")
         return
-    common = {**(_model_settings(settings) if settings else {}), **({"base_url": base_url} if base_url else {})}
-    cfg.models = {name: {**common, "model": name} for name in named}
+    urls = _per_model("--base-url", base_url, named, every=True)
+    files = _per_model("--model-config", str(settings) if settings else None, named, every=False)
+    cfg.models = {name: {**(_model_settings(Path(files[name])) if files.get(name) else {}),
+                         **({"base_url": urls[name]} if urls.get(name) else {}), "model": name} for name in named}
+
+
+def _per_model(flag: str, text: str | None, names: list[str], every: bool) -> dict[str, str]:
+    """``VALUE`` (every model) or ``A=VALUE,B=VALUE`` (each its own) -> model -> value; ``every``:
+    each model must be given one (a URL: a model left out would call api.openai.com)."""
+    if not text:
+        return {}
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    pairs = [p.partition("=") for p in parts]
+    if not all(sep and key in names for key, sep, _v in pairs):
+        if len(parts) == 1 and not any(p[0] in names and p[1] for p in pairs):
+            return dict.fromkeys(names, text)  # one value for every model
+        raise ValueError(f"{flag} {text!r}: give one value for every model, or MODEL=VALUE for each of "
+                         f"{', '.join(names)}")
+    given = {k: v for k, _s, v in pairs}
+    if every and (missing := [n for n in names if n not in given]):
+        raise ValueError(f"{flag} names {', '.join(given)} but not {', '.join(missing)}: give MODEL=VALUE for every "
+                         "model of --agent (or one value for all)")
+    return given
 
 
 def _task_dir(task_dir: Path | None, suite: str) -> str | None:

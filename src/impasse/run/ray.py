@@ -423,6 +423,12 @@ class RayExecutor:
         ray = _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        from impasse.run.config import ledger_of
+
+        # every slot books into the driver's ledger (episodes run in per-node run directories): the
+        # ceilings and rate buckets are the run's on every node that sees this path (one machine, or
+        # a shared filesystem); a node without it keeps its own, so its calls escape them
+        cfg = cfg.model_copy(update={"ledger": cfg.ledger or str(ledger_of(cfg, rd).resolve())})
         opts = {**DEFAULTS, **cfg.executor_options}
         private = connect(ray, opts.get("address"), cfg.jobs, float(opts["cpus_per_episode"]))
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)

@@ -185,19 +185,17 @@ def run_status(rd: Any) -> dict[str, Any]:
     from impasse.run.budget import Ledger
     from impasse.run.config import ledger_of
     from impasse.run.estimate import eta_seconds
-    from impasse.store.trajectory import read_trajectory
 
     cfg, specs = runner.read_run(rd)
     ledger = Ledger(ledger_of(cfg, rd))
     state = _peek(ledger)
-    done = paused = 0
-    for p in rd.trajectories():
-        t = read_trajectory(p)
-        done += bool(t.complete)
-        paused += bool(not t.complete and t.of_type("paused"))
     started = state.get("session_started")
-    session_done = sum(1 for p in rd.trajectories() if started and p.stat().st_mtime >= started
-                       and read_trajectory(p).complete)
+    done = paused = session_done = 0
+    for p in rd.trajectories():
+        last = _last_type(p)
+        done += last == "final"
+        paused += last == "paused"
+        session_done += bool(last == "final" and started and p.stat().st_mtime >= started)
     elapsed = time.time() - started if started else None
     eta = eta_seconds(session_done, session_done + len(specs) - done, elapsed) if elapsed else None
     models = [a.split(":", 1)[-1] for a in cfg.agents if a.startswith("openai:")] or (
@@ -205,6 +203,21 @@ def run_status(rd: Any) -> dict[str, Any]:
     return {"run": str(rd.path), "planned": len(specs), "complete": done, "paused": paused,
             "spent": state.get("spent", {}), "pauses": state.get("paused", {}), "eta_seconds": eta,
             "cfg": cfg, "models": models}
+
+
+def _last_type(path: Path) -> str | None:
+    """The type of a trajectory's last whole event, from its tail alone (a status of a run of
+    thousands of episodes must not parse them all); a torn last line is skipped, as readers do."""
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - 65536))
+        lines = fh.read().splitlines()
+    for line in reversed(lines):
+        try:
+            return json.loads(line).get("type")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            continue
+    return None
 
 
 def _peek(ledger: Any) -> dict[str, Any]:

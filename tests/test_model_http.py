@@ -243,4 +243,4 @@ def test_report_scores_tickets_with_an_llm_judge(tmp_path):
     assert eps["variant-evidence-spread"]["ticket_sufficient_llm"] is True
     assert eps["real-premature-tool-text_file"]["ticket_sufficient_llm"] is True  # the LLM's view, not the rubric's
     assert eps["real-premature-tool-text_file"]["ticket_sufficient"] is False
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3  # the judge's preflight, then one call per ticket

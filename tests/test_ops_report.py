@@ -51,9 +51,11 @@ def test_two_runs_pooled_with_judge_agreement(glom_task, tmp_path):
     assert sum(g["episodes"] for g in merged["pooled"]) == len(episodes) == 4
     assert {g["agent"] for g in merged["per_model"]} == set(merged["models"])
     judged = [e for e in episodes if e.get("ticket_scores_llm")]
-    assert judged and len(server.requests) == len(judged)
+    assert judged and len(server.requests) == 1 + len(judged)  # the judge's preflight, then one call per ticket
     for row in merged["judge_agreement"]["pooled"]:
         d = row["dimension"]
+        if d == "overall":  # the reply has none: the rubric's rule over the judge's dimensions
+            continue
         agree = sum(e["ticket_scores"][d] == verdict[d] for e in judged) / len(judged)
         assert row["n"] == len(judged) and row["agreement"] == pytest.approx(agree)
-    assert {r["dimension"] for r in merged["judge_agreement"]["pooled"]} == set(verdict)
+    assert {r["dimension"] for r in merged["judge_agreement"]["pooled"]} == set(verdict) | {"overall"}

@@ -11,7 +11,7 @@ import pytest
 from test_model_http import ScriptedServer
 
 from impasse.prices import Price
-from impasse.run.budget import Ceiling, SpendLimits, ceiling_reached, parse_ceilings, rate_wait, totals
+from impasse.run.budget import Ceiling, SpendLimits, ceiling_reached, parse_ceilings, totals
 
 IMPASSE = [sys.executable, "-m", "impasse.cli"]
 PRICES = {"input": 100.0, "output": 1000.0, "cached": 10.0}  # USD per million tokens
@@ -56,18 +56,6 @@ def test_ceilings_for_the_run_and_per_model():
         parse_ceilings("five")
 
 
-def test_rate_limits_wait_for_the_oldest_request_to_leave_the_minute():
-    now = 1000.0
-    rows = [{"t": now - 50, "prompt_tokens": 600, "completion_tokens": 0},
-            {"t": now - 20, "prompt_tokens": 600, "completion_tokens": 0},
-            {"t": now - 70, "prompt_tokens": 10_000, "completion_tokens": 0}]  # outside the window
-    assert rate_wait(SpendLimits(rpm=3), rows, now) == 0
-    assert rate_wait(SpendLimits(rpm=2), rows, now) == pytest.approx(10)
-    assert rate_wait(SpendLimits(tpm=1000), rows, now) == pytest.approx(10)  # the newest alone is under
-    assert rate_wait(SpendLimits(tpm=500), rows, now) == pytest.approx(40)
-    assert rate_wait(SpendLimits(tpm=1300), rows, now) == 0
-
-
 def call_cost(request):
     k = sum(1 for m in request["messages"] if m["role"] == "assistant")  # ScriptedServer's usage numbers
     return ((1000 + k) * PRICES["input"] + 20 * PRICES["output"]) / 1e6
@@ -79,21 +67,25 @@ def test_run_pauses_at_max_cost_and_resumes_with_a_higher_ceiling(glom_task, tmp
                             + [("task_complete", {"verified": False, "summary": "done"})])
     prices = tmp_path / "prices.yaml"
     prices.write_text(f"scripted: {json.dumps(PRICES)}\n")
+    model_cfg = tmp_path / "model.yaml"
+    model_cfg.write_text("max_tokens: 32\n")  # each call is reserved at its prompt + 32 output tokens
     run_dir = tmp_path / "run"
     env = {**os.environ, "IMPASSE_API_KEY": "test"}
     try:
         first = subprocess.run(IMPASSE + ["run", "--model", "scripted", "--base-url", server.url, "--tasks",
                                           glom_task.instance_id, "--conditions", "clean", "--interfaces", "tool",
                                           "--jobs", "1", "--out", str(run_dir), "--prices", str(prices),
-                                          "--max-cost", "0.3"], capture_output=True, text=True, env=env)
+                                          "--model-config", str(model_cfg), "--max-cost", "0.6"], capture_output=True, text=True, env=env)
         assert first.returncode == 3, first.stderr[-3000:]
         assert "spend ceiling reached" in first.stderr and "--max-cost" in first.stderr
         (traj,) = (run_dir / "episodes").glob("*.jsonl")
         events = [json.loads(line) for line in traj.read_text().splitlines()]
-        # 3 calls of ~$0.12 each: the 4th is refused before it is made, after a whole step
-        assert events[-1]["type"] == "paused" and [e["step"] for e in events if e["type"] == "step"] == [1, 2, 3]
+        # calls of ~$0.12 each, reserved at more: the one that would not fit is refused before it
+        # is made, after a whole step, and the spend stays under the ceiling
         ledger = [json.loads(line) for line in (run_dir / "usage.jsonl").read_text().splitlines()]
-        assert len(ledger) == 3 and sum(r["cost_usd"] for r in ledger) >= 0.3
+        steps = [e["step"] for e in events if e["type"] == "step"]
+        assert events[-1]["type"] == "paused" and steps == list(range(1, len(ledger) + 1)) and 1 <= len(ledger) < 5
+        assert sum(r["cost_usd"] for r in ledger) <= 0.6 < sum(r["cost_usd"] for r in ledger) + ledger[-1]["reserved_usd"]
 
         second = subprocess.run(IMPASSE + ["run", "--resume", str(run_dir), "--max-cost", "10"],
                                 capture_output=True, text=True, env=env)

@@ -215,6 +215,31 @@ def test_the_ask_suite_runs_on_ray(ray_cluster, tmp_path):
     assert json.loads(report.stdout)["format"].startswith("impasse.ask-report")
 
 
+def test_ray_slots_book_into_the_drivers_ledger_under_its_ceiling(ray_cluster, tmp_path):
+    """Episodes on both nodes (per-node run directories) reserve and book in the driver's one
+    ledger: the run's ceiling holds across nodes and the report counts every call."""
+    from test_model_http import ScriptedServer
+
+    cluster, _ = ray_cluster
+    server = ScriptedServer([("list_tables", {}), ("execute_query", {"query": "select 1"})])
+    prices, model_cfg = tmp_path / "p.yaml", tmp_path / "m.yaml"
+    prices.write_text("m1: {input: 10, output: 100}\n")
+    model_cfg.write_text("max_tokens: 32\nmax_retries: 0\n")
+    run_dir = tmp_path / "run"
+    try:
+        done = subprocess.run(IMPASSE + ["run", "--suite", "ask", "--tasks", "fl01", "--interfaces", "baseline",
+                                         "--agent", "openai:m1", "--base-url", server.url, "--model-config",
+                                         str(model_cfg), "--prices", str(prices), "--max-cost", "0.08",
+                                         "--step-limit", "4", "--executor", "ray", "--ray-address", cluster.address,
+                                         "--out", str(run_dir)], capture_output=True, text=True, timeout=600)
+    finally:
+        server.close()
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    ledger = [json.loads(line) for line in (run_dir / "usage.jsonl").read_text().splitlines()]
+    assert len(ledger) == len(server.requests) - 1  # every call but the preflight, booked on the driver's side
+    assert 0.08 - 0.0134 < sum(r["cost_usd"] for r in ledger) <= 0.08
+
+
 def _active(run_dir: Path) -> int:
     """Episodes between their header and their final line right now."""
     n = 0

@@ -108,7 +108,8 @@ class OpenAICompatible:
     def make(self, spec: AgentSpec, task: Any, context: dict[str, Any]) -> Any:
         from impasse.agent.models import ModelConfig, OpenAIModel
 
-        return OpenAIModel(ModelConfig(**{**context.get("model_config", {}), "model": spec.arg}))
+        # a sweep's model is named apart from the model the endpoint knows: its config says which
+        return OpenAIModel(ModelConfig(**{"model": spec.arg, **context.get("model_config", {})}))
 
 
 AGENT_KINDS.add("reference", Reference())

@@ -42,6 +42,28 @@ class ModelConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 
+def check_settings(data: Any, source: str) -> dict[str, Any]:
+    """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
+    wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
+    deep in a run."""
+    import dataclasses
+
+    from pydantic import TypeAdapter, ValidationError
+
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: a model config is a YAML mapping of ModelConfig fields ({', '.join(sorted(known))})")
+    if bad := sorted(set(data) - known):
+        hint = " (the key is read from the variable api_key_env names)" if "api_key" in bad else ""
+        raise ValueError(f"{source}: unknown settings {bad}{hint}; known: {', '.join(sorted(known))}")
+    try:
+        TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"{source}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    return data
+
+
 class OpenAIModel:
     kind = "model"
 

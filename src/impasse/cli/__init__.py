@@ -17,6 +17,7 @@ from impasse.cli.convert import convert_cmd
 from impasse.cli.release import release_cmd
 from impasse.cli.report import annotate_cmd, report_cmd
 from impasse.cli.run import run_cmd
+from impasse.cli.sweep import status_cmd
 from impasse.cli.tasks import tasks_app
 
 app = typer.Typer(help="Benchmark and runtime library for agents that must know when to stop and hand off.",
@@ -28,6 +29,7 @@ app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(cache_app, name="cache")
 app.add_typer(ask_app, name="ask")
 app.command("run")(run_cmd)
+app.command("status")(status_cmd)
 app.command("annotate")(annotate_cmd)
 app.command("report")(report_cmd)
 app.command("convert")(convert_cmd)

@@ -35,6 +35,8 @@ def report_cmd(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report's JSON here ('-' = stdout)")] = None,
     judge_model: Annotated[str | None, typer.Option(help="Also score tickets with this LLM (OpenAI-compatible)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
+    prices: Annotated[Path | None, typer.Option(help="--judge-model: a price table (YAML) pricing the judge, needed "
+                                                     "when a run has a cost ceiling (its calls are booked there)")] = None,
 ) -> None:
     """Annotate, aggregate the suite's metrics (the paper's tables and paired statistics for the
     blockers suite, HiL-Bench's for the ask suite), as terminal tables, JSON and HTML."""
@@ -49,11 +51,13 @@ def report_cmd(
     if len(suites) > 1:
         raise fail(f"{', '.join(map(str, run_dirs))} mix suites ({', '.join(suites)}); report each suite's runs apart")
     suite = SUITES.get(suites[0])
+    paused = _judge(rows, judge_model, judge_base_url, prices) if judge_model else None
     try:
         report = suite.report(rows, [str(r) for r in run_dirs] + ([str(compare)] if compare else []), compare=other,
                               judge_model=judge_model, judge_base_url=judge_base_url)
     except ValueError as e:
         raise fail(str(e)) from e
+    report["usage"] = usage_of(run_dirs)
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":
@@ -62,9 +66,89 @@ def report_cmd(
         json_out.write_text(text)
         console.print(f"JSON report: {json_out}")
     suite.show(report, out)
+    show_usage(report["usage"])
     if html is not None:
-        html.write_text(suite.html(report))
+        html.write_text(with_usage(suite.html(report), report["usage"]))
         console.print(f"HTML report: {html}")
+    if paused:
+        raise typer.Exit(3)
+
+
+def _judge(rows: list[dict], model: str, base_url: str | None, prices: Path | None) -> str | None:
+    """The LLM ticket judge before the report: the endpoint checked with one request, verdicts
+    from each run's cache, new calls metered under the runs' ceilings. A dead endpoint is a clear
+    error; a reached ceiling leaves the rest unjudged, said aloud (and the command exits 3)."""
+    from impasse.agent.endings import EndpointError
+    from impasse.agent.models import ModelConfig, OpenAIModel, preflight
+    from impasse.prices import PriceError, load_prices
+    from impasse.run.judge import check_prices, judge_metered
+
+    try:
+        extra = load_prices(prices).to_json() if prices else {}
+        check_prices(rows, model, extra)
+    except (PriceError, ValueError) as e:
+        raise fail(str(e)) from e
+    config = ModelConfig(model=model, base_url=base_url)
+    try:
+        preflight(config, needs_tools=False)
+        outcome = judge_metered(rows, OpenAIModel(config), model, extra)
+    except EndpointError as e:
+        raise fail(f"the ticket judge (--judge-model {model}): {e}. No report was written; the verdicts received "
+                   "so far are cached in each run's judge-cache.jsonl, so a new report does not ask for them again.") from e
+    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache")
+    if outcome.paused:
+        console.print(f"[bold yellow]ticket judging stopped:[/] {outcome.paused}; {len(outcome.unjudged)} ticket(s) "
+                      "not judged (left out of the judge's agreement). Raise the run's ceiling (`impasse run --resume "
+                      "RUN --max-cost ...`) or report again later.", soft_wrap=True)
+    return outcome.paused
+
+
+def usage_of(run_dirs: list[Path]) -> list[dict]:
+    """The runs' per-model usage from their ledgers (a sweep's shared one: only their own rows)."""
+    from impasse.report.usage import usage_table
+
+    rows, seen = [], set()
+    for rd in run_dirs:
+        try:
+            cfg = json.loads((rd / "manifest.json").read_text()).get("config", {})
+        except (OSError, json.JSONDecodeError):
+            cfg = {}
+        path = Path(cfg["ledger"]) if cfg.get("ledger") else rd / "usage.jsonl"
+        if (path, rd.name) in seen or not path.exists():
+            continue
+        seen.add((path, rd.name))
+        for line in path.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed writer
+            if not cfg.get("ledger") or r.get("run") == rd.name:
+                rows.append(r)
+    return usage_table(rows)
+
+
+def show_usage(table: list[dict]) -> None:
+    from rich.table import Table
+
+    from impasse.report.usage import COLUMNS, cell
+
+    if not table:
+        return
+    t = Table(title="per-model usage (from the spend ledger)")
+    for _k, title in COLUMNS:
+        t.add_column(title, no_wrap=True)
+    for r in table:
+        t.add_row(*(cell(k, r[k]) for k, _t in COLUMNS))
+    out.print(t)
+
+
+def with_usage(page: str, table: list[dict]) -> str:
+    from impasse.report.usage import usage_html
+
+    if not table:
+        return page
+    section = usage_html(table)
+    return page.replace("</body>", section + "</body>", 1) if "</body>" in page else page + section
 
 
 def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:

@@ -16,6 +16,8 @@ MAIN_JOB = {"limit": 3, "per_package": 1}
 """The main job's slice of the suite (used when neither --tasks nor --model is given)."""
 PAUSED_EXIT = 3
 ANEW_ON_RESUME = {"resume", "jobs", "max_cost", "max_tokens", "rpm", "tpm", "prices", "rerun"}
+SWEEP_OPTIONS = {"sweep", "out_dir", "dry_run", "estimate_from"}
+"""What ``--sweep`` may be given with: the sweep file holds the rest."""
 """What ``--resume`` may be given with: the rest is the run's plan and settings, kept as recorded."""
 
 
@@ -72,6 +74,17 @@ def run_cmd(
                                                      "layer's content differs from the release")] = None,
     rerun: Annotated[str | None, typer.Option(help="With --resume: rerun only episodes that ended in "
                                                    "'harness-errors' or whose trajectory is 'invalid'")] = None,
+    sweep: Annotated[Path | None, typer.Option(help="A sweep file (YAML): models, each with its endpoint, key "
+                                                    "variable, settings, rpm/tpm, ceilings and price; suites; "
+                                                    "conditions; interfaces; repeats. One run per suite under "
+                                                    "--out, one ledger")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything and print the plan (episodes per "
+                                                            "model x suite x condition x interface) and its "
+                                                            "estimated tokens, cost and wall time; calls "
+                                                            "nothing, writes nothing")] = False,
+    estimate_from: Annotated[Path | None, typer.Option(help="--dry-run: estimate from what this prior run "
+                                                            "(or sweep) measured, not from the stated "
+                                                            "assumptions")] = None,
 ) -> None:
     """Run agents on tasks x conditions x interfaces; every step is recorded and the run is resumable.
 
@@ -79,11 +92,14 @@ def run_cmd(
     6 reference agents. With --model, the whole suite. With --tasks, exactly those tasks."""
     from impasse import run as runner
     from impasse.cli import ops_run as ops
+    from impasse.cli import sweep as sweeps
     from impasse.sandbox.base import SandboxError
     from impasse.store.rundir import RunDir, new_default
 
     try:
         spend = ops.spend_options(max_cost, max_tokens, rpm, tpm, prices)
+        if _sweep_command(ctx, sweep, out_dir, dry_run, estimate_from, resume, spend, jobs):
+            return
         if rerun and not resume:
             raise ValueError("--rerun needs --resume RUN_DIR (it reruns episodes of an existing run)")
         if resume:
@@ -92,7 +108,7 @@ def run_cmd(
             rd.read_manifest()  # not a run directory: refuse before the lock creates anything there
             with rd.own():
                 cfg, specs = _resumed(rd, spend, rerun, jobs)
-                _preflight_endpoints(cfg)
+                preflight_endpoints(cfg)
                 _execute(rd, cfg, specs)
             return
         jobs = 2 if jobs is None else jobs
@@ -106,12 +122,17 @@ def run_cmd(
             cfg.limit = None  # a task directory runs whole, not the main job's slice
         if cfg.model and model_config:
             cfg.model = {**_model_settings(model_config), **cfg.model}
+        _per_model_settings(cfg, base_url, model_config)
         _set_matcher(cfg, matcher, matcher_model, matcher_base_url, matcher_config)
         ops.apply_spend(cfg, spend)
         if release:
             ops.use_release(cfg, release)
         runner.check(cfg)  # bad names fail here, before any building
-        _preflight_endpoints(cfg)  # before anything is written: a dead endpoint leaves no run behind
+        if dry_run:
+            sweeps.print_plan([(cfg.suite, cfg, runner.suite_of(cfg).plan(cfg)[0])],
+                              sweeps.prior_figures(estimate_from))
+            return
+        preflight_endpoints(cfg)  # before anything is written: a dead endpoint leaves no run behind
         if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
             from impasse.cli.tasks import tasks_build
 
@@ -132,14 +153,39 @@ def run_cmd(
         raise fail(str(e)) from e
 
 
+def _sweep_command(ctx: typer.Context, sweep: Path | None, out_dir: Path | None, dry_run: bool,
+                   estimate_from: Path | None, resume: Path | None, spend: dict, jobs: int | None) -> bool:
+    """``--sweep FILE`` or ``--resume SWEEP_DIR``, done here (True); else False."""
+    from impasse.cli import sweep as sweeps
+
+    if sweep is not None:
+        _only(ctx, SWEEP_OPTIONS, "--sweep", "the sweep file holds the rest of the configuration")
+        sweeps.run_sweep(sweep, out_dir, dry_run, estimate_from)
+        return True
+    if estimate_from is not None and not dry_run:
+        raise ValueError("--estimate-from is for --dry-run (it estimates a plan from a prior run)")
+    if resume and (resume / sweeps.SWEEP_FILE).exists():
+        _check_resume_options(ctx)
+        sweeps.resume_sweep(resume, spend, jobs)
+        return True
+    return False
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:  # typer bundles its own click: compare the source by name
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _only(ctx: typer.Context, allowed: set[str], what: str, why: str) -> None:
+    """Refuse options that ``what`` would ignore."""
+    if given := [p.opts[0] for p in ctx.command.params if p.name not in allowed and _typed(ctx, p.name)]:
+        raise ValueError(f"{', '.join(given)} cannot be given with {what}: {why}")
+
+
 def _check_resume_options(ctx: typer.Context) -> None:
     """Refuse options that --resume would otherwise ignore: a user who asks for another agent or
     condition on resume must not get the recorded plan without a word."""
-    def typed(name: str) -> bool:  # typer bundles its own click: compare the source by name
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name == "COMMANDLINE"
-
-    given = [p for p in ctx.command.params if p.name not in ANEW_ON_RESUME and typed(p.name)]
+    given = [p for p in ctx.command.params if p.name not in ANEW_ON_RESUME and _typed(ctx, p.name)]
     if given:
         names = ", ".join(p.opts[0] for p in given)
         raise ValueError(f"--resume finishes a run with its own recorded plan and settings, so {names} cannot be "
@@ -184,6 +230,45 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
     else:
         cfg.agents = [a.strip() for a in agent.split(",") if a.strip()]
     return cfg
+
+
+def _per_model_settings(cfg: Any, base_url: str | None, settings: Path | None) -> None:
+    """``--agent openai:A,openai:B --base-url URL --model-config FILE``: each model gets the URL and
+    the settings; ``--base-url A=URL1,B=URL2`` and ``--model-config A=FILE1,B=FILE2`` give each
+    its own (a model left out of the URL list is refused: it would call api.openai.com; one left out
+    of the config list has the defaults).
+    Different keys per model need a sweep file (``api_key_env`` per model)."""
+    if cfg.model:
+        return  # --model NAME: the run's one model config has them
+    named = [a.split(":", 1)[1].strip() for a in cfg.agents if a.strip().startswith("openai:")]
+    if not named:
+        if base_url or settings:
+            raise ValueError("--base-url and --model-config configure a model: give --model NAME or --agent "
+                             "openai:NAME (reference agents and replays call no endpoint)")
+        return
+    urls = _per_model("--base-url", base_url, named, every=True)
+    files = _per_model("--model-config", str(settings) if settings else None, named, every=False)
+    cfg.models = {name: {**(_model_settings(Path(files[name])) if files.get(name) else {}),
+                         **({"base_url": urls[name]} if urls.get(name) else {}), "model": name} for name in named}
+
+
+def _per_model(flag: str, text: str | None, names: list[str], every: bool) -> dict[str, str]:
+    """``VALUE`` (every model) or ``A=VALUE,B=VALUE`` (each its own) -> model -> value; ``every``:
+    each model must be given one (a URL: a model left out would call api.openai.com)."""
+    if not text:
+        return {}
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    pairs = [p.partition("=") for p in parts]
+    if not all(sep and key in names for key, sep, _v in pairs):
+        if len(parts) == 1 and not any(p[0] in names and p[1] for p in pairs):
+            return dict.fromkeys(names, text)  # one value for every model
+        raise ValueError(f"{flag} {text!r}: give one value for every model, or MODEL=VALUE for each of "
+                         f"{', '.join(names)}")
+    given = {k: v for k, _s, v in pairs}
+    if every and (missing := [n for n in names if n not in given]):
+        raise ValueError(f"{flag} names {', '.join(given)} but not {', '.join(missing)}: give MODEL=VALUE for every "
+                         "model of --agent (or one value for all)")
+    return given
 
 
 def _task_dir(task_dir: Path | None, suite: str) -> str | None:
@@ -254,43 +339,75 @@ def _set_matcher(cfg: Any, name: str, model: str | None, base_url: str | None, s
                              **({"base_url": base_url} if base_url else {})}
 
 
-def _preflight_endpoints(cfg: Any) -> None:
+def preflight_endpoints(cfg: Any) -> None:
     """Every endpoint the run will call (the agent's model, the ask suite's judge), before any episode."""
     if cfg.model:
         _preflight(cfg.model)
+    for name, settings in cfg.models.items():
+        _preflight(settings, label=name)
     if cfg.matcher_model:
         _preflight(cfg.matcher_model, what="ask_human judge (--matcher llm)")
 
 
-def _preflight(model: dict, what: str = "") -> None:
+def _preflight(model: dict, what: str = "", label: str = "") -> None:
     """One request before the first episode: a wrong URL, key or model name fails in seconds.
-    ``what`` names a judge endpoint (a plain completion: it needs no tool calling)."""
+    ``what`` names a judge endpoint (a plain completion: it needs no tool calling); ``label``
+    the run's name for the model (a sweep's)."""
     from impasse.agent.endings import EndpointError
     from impasse.agent.models import ModelConfig, preflight
 
     try:
         warning = preflight(ModelConfig(**model), needs_tools=not what)
     except EndpointError as e:
-        who = f"the {what}: " if what else ""
+        who = f"the {what}: " if what else (f"model {label!r}: " if label else "")
         raise fail(f"{who}{e}. Nothing was run; fix it and start again (or --resume the run directory).") from e
     if warning:
         console.print(f"[yellow]warning:[/] {warning}")
 
 
 def _execute(rd, cfg, specs) -> None:
+    execute_run(rd, cfg, specs)
+
+
+def progress_status(cfg: Any, ledger: Any, done: int, total: int, started: float) -> str:
+    """The progress line's tail: spend against each ceiling (from the ledger's running state,
+    O(1)) and the time left at the pace so far."""
+    from impasse.run.estimate import duration, eta_seconds, spend_lines
+
+    models = [a.split(":", 1)[-1] for a in cfg.agents if a.startswith("openai:")] or (
+        [cfg.model["model"]] if cfg.model else [])
+    whole = "sweep" if cfg.ledger else "run"
+    spend = spend_lines(cfg.spend, ledger.state().get("spent", {}), models, whole) if models else []
+    import time
+
+    return " | ".join([*spend, f"ETA {duration(eta_seconds(done, total, time.time() - started))}"])
+
+
+def execute_run(rd, cfg, specs, fresh: bool = True) -> None:
+    """Run the planned episodes with a progress line; exit 3 when paused, 1 on harness errors.
+    ``fresh=False``: a sweep's run (the sweep started the ledger's session)."""
+    import time
+
     from impasse.run import execute
+    from impasse.run.budget import Ledger
+    from impasse.run.config import ledger_of
     from impasse.run.executor import EXECUTORS
 
-    label = "model" if cfg.model else ("replay" if cfg.replay else "reference agents (scripted, not model results)")
+    label = ("model" if cfg.model else f"{len(cfg.models)} model(s)" if cfg.models else
+             "replay" if cfg.replay else "reference agents (scripted, not model results)")
     console.print(f"run {rd.path}: {len(specs)} episodes with {label}, "
                   f"{EXECUTORS.get(cfg.executor)().describe(cfg)}, {cfg.backend} backend")
+    ledger, started, finished = Ledger(ledger_of(cfg, rd)), time.time(), []
     with progress() as bar:
         task = bar.add_task("episodes", total=len(specs), status="")
 
         def done(r: dict) -> None:
-            bar.update(task, advance=1, status=f"{r['agent']} {r['interface']} {r['condition']}: {r['final_ending']}")
+            finished.append(r)
+            tail = progress_status(cfg, ledger, len(finished), len(specs), started)
+            bar.update(task, advance=1, status=f"{r['agent']} {r['interface']} {r['condition']}: "
+                                               f"{r['final_ending']} | {tail}")
 
-        outcome = execute(rd, cfg, specs, done)
+        outcome = execute(rd, cfg, specs, done, fresh=fresh)
     print_run_table(outcome.results)
     errors = [r for r in outcome.results if r["ending"] in ("harness_error", "error")]
     for r in errors[:8]:

@@ -24,10 +24,12 @@ def _yaml(path: Path | None) -> dict[str, Any]:
         return {}
     if not path.is_file():
         raise typer.BadParameter(f"no model config file at {path}")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise typer.BadParameter(f"{path}: a model config is a YAML mapping of ModelConfig fields")
-    return data
+    from impasse.agent.models import check_settings
+
+    try:
+        return check_settings(yaml.safe_load(path.read_text()) or {}, str(path))
+    except (ValueError, yaml.YAMLError) as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def _csv(text: str) -> list[str]:

@@ -18,8 +18,9 @@ def judge_rows(rows: list[dict[str, Any]], client: Any) -> int:
     escalated rows, in place; returns how many tickets were judged."""
     n = 0
     for row in rows:
-        if not row.get("escalated") or not row.get("trajectory"):
-            continue
+        if (not row.get("escalated") or not row.get("trajectory") or row.get("ticket_scores_llm")
+                or row.get("ticket_unjudged_llm")):
+            continue  # (judged already: by the metered, cached judge of the report command)
         traj = read_trajectory(Path(row["trajectory"]))
         raw = traj.endings[0].get("ticket") if traj.endings else None
         if raw is None:

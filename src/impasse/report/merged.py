@@ -27,7 +27,18 @@ def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def judge_agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Cohen's kappa per dimension and for the overall rating (``overall``), pooled and per model."""
+    rows = [with_overall(r) for r in rows]
     return {"pooled": kappa_by_dimension(rows), "per_model": kappa_by_dimension(rows, by="agent")}
+
+
+def with_overall(row: dict[str, Any]) -> dict[str, Any]:
+    """The overall rating as one more dimension of both raters' scores (where both rated it)."""
+    a, b = row.get("ticket_scores"), row.get("ticket_scores_llm")
+    if not (isinstance(a, dict) and isinstance(b, dict) and row.get("ticket_overall") and row.get("ticket_overall_llm")):
+        return row
+    return {**row, "ticket_scores": {**a, "overall": row["ticket_overall"]},
+            "ticket_scores_llm": {**b, "overall": row["ticket_overall_llm"]}}
 
 
 def print_merged(merged: dict[str, Any], console) -> None:

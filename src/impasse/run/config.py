@@ -29,6 +29,9 @@ class RunConfig(BaseModel):
     interfaces: list[str] = Field(default_factory=lambda: ["baseline", "tool", "monitor"])
     agents: list[str] = Field(default_factory=list, description="Agent specs: reference:<profile> (or a bare profile)")
     model: dict[str, Any] | None = Field(None, description="ModelConfig fields for an OpenAI-compatible endpoint")
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-model ModelConfig fields by "
+                                              "the agent's name (openai:NAME): a sweep's models, each at its own "
+                                              "endpoint ('model' is the name the endpoint knows)")
     replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
     matcher: str = Field("offline", description="ask suite: who judges ask_human questions: 'offline' "
                                                 "(deterministic, no model) or 'llm' (an OpenAI-compatible judge)")
@@ -47,6 +50,10 @@ class RunConfig(BaseModel):
     pause_after_endpoint_failures: int = Field(3, description="Pause the run after this many consecutive episodes "
                                                               "whose model endpoint failed")
     spend: SpendLimits = Field(default_factory=SpendLimits, description="Spend ceilings, rate limits, price table")
+    repeats: int | None = Field(None, ge=1, description="Episodes per (task, condition, interface, agent) "
+                                                        "(None: 1; the ask suite: its 3 passes)")
+    ledger: str | None = Field(None, description="The spend ledger, when a sweep's runs share one (None: "
+                                                 "RUN/usage.jsonl)")
     release: dict[str, Any] | None = Field(None, description="The frozen task release the run uses (name, path, "
                                                              "digest of its description)")
 
@@ -70,3 +77,10 @@ class RunConfig(BaseModel):
         if isinstance(data, dict) and data.get("suite") not in (None, *BENCHMARK_SUITES):
             data = {**data, "packages": data["suite"], "suite": "blockers"}
         return data
+
+
+def ledger_of(cfg: RunConfig, run_dir: Any) -> Any:
+    """Where the run's calls are booked: its own ledger, or the sweep's it shares."""
+    from pathlib import Path
+
+    return Path(cfg.ledger) if cfg.ledger else run_dir.usage

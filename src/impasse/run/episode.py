@@ -13,8 +13,8 @@ from typing import Any
 
 from impasse.agent import loop
 from impasse.env.registry import SUITES
-from impasse.run.budget import BudgetReached, meter
-from impasse.run.config import RunConfig
+from impasse.run.budget import BudgetReached, meter, paused_reason
+from impasse.run.config import RunConfig, ledger_of
 from impasse.store.rundir import RunDir
 from impasse.store.sink import LocalStore, TrajectoryStore
 from impasse.store.trajectory import Trajectory
@@ -35,9 +35,11 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path | RunDir,
             return summarize(prior)
         rd.archive_attempt(rd.trajectory(spec.episode_id))  # a pass the suite declared invalid
     agent = agent_for(suite.agents(cfg), spec.agent)
+    if agent.model_kind == "model" and (pause := paused_reason(ledger_of(cfg, rd), agent.arg)):
+        raise pause  # a pause drains: no episode it covers starts after it
     env = suite.make_env(**suite.env_spec(spec, cfg), agent_kind=agent.model_kind, out=rd.path, store=store)
-    model = agent.make_model(env.task, {**suite.agent_context(env), "model_config": cfg.model or {}})
-    model = meter(model, cfg.spend, rd.usage, spec.episode_id)
+    model = agent.make_model(env.task, {**suite.agent_context(env), "model_config": model_config(cfg, agent.arg)})
+    model = meter(model, cfg.spend, ledger_of(cfg, rd), spec.episode_id, name=agent.arg, run=rd.path.name)
     with env:
         try:
             loop.run(env, model)
@@ -46,6 +48,14 @@ def run_episode(spec: EpisodeSpec, cfg: RunConfig, run_dir: Path | RunDir,
             raise
     traj = store.read(spec.episode_id)
     return {**summarize(traj), **({"invalid": True} if suite.rerun(traj) else {})}
+
+
+def model_config(cfg: RunConfig, name: str) -> dict[str, Any]:
+    """The ModelConfig fields of the run's model ``name``: its own (a sweep's or ``--agent
+    openai:A,openai:B``'s per-model settings), else the run's one model config."""
+    if name in cfg.models:
+        return cfg.models[name]
+    return {**(cfg.model or {}), "model": name}
 
 
 def agent_for(agents: list[Any], label: str) -> Any:

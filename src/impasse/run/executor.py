@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from impasse.registry import Registry
-from impasse.run.config import RunConfig
+from impasse.run.config import RunConfig, ledger_of
 from impasse.store.rundir import RunDir
 from impasse.suites.base import EpisodeSpec
 
@@ -46,15 +46,33 @@ EXECUTORS: Registry[type[Executor]] = Registry("executor")
 
 class Guard:
     """Watches finished episodes; says stop when the model endpoint failed in ``limit``
-    consecutive ones (a typo in the URL must not burn a whole plan)."""
+    consecutive ones (a typo in the URL must not burn a whole plan) or the run's spend ceiling
+    is reached. A model's own ceiling pauses only that model's episodes (:meth:`skips`)."""
 
     def __init__(self, limit: int) -> None:
         self.limit, self.streak, self.reason = limit, 0, None
+        self.paused_models: dict[str, str] = {}
+
+    def skips(self, spec: EpisodeSpec) -> bool:
+        """Whether a queued episode must not start: its model is paused by its own ceiling."""
+        from impasse.prices import label
+
+        return any(label(m) == spec.agent for m in self.paused_models)
+
+    def model_pauses(self) -> str | None:
+        """Why some models stopped early (the run as a whole went on), or None."""
+        if not self.paused_models:
+            return None
+        return "; ".join(f"{m}: {why}" for m, why in sorted(self.paused_models.items()))
 
     def observe(self, row: dict[str, Any]) -> bool:
         """True once the run should pause."""
         if row.get("error_kind") == "budget":
-            self.reason = row.get("error")
+            scope = row.get("budget_scope", "*")
+            if scope == "*":
+                self.reason = row.get("error")
+            else:
+                self.paused_models.setdefault(scope, row.get("error") or "its ceiling is reached")
         elif row.get("error_kind") == "endpoint":
             self.streak += 1
             if self.limit and self.streak >= self.limit:
@@ -76,8 +94,9 @@ def episode_job(spec: dict[str, Any], cfg_json: str, run_dir: str, store: Any = 
     s = EpisodeSpec(**spec)
     try:
         return run_episode(s, RunConfig.model_validate_json(cfg_json), RunDir(Path(run_dir)), store)
-    except BudgetReached as e:  # paused between steps; --resume continues it
-        return {**error_row(s, str(e), "budget"), "ending": "paused", "final_ending": "paused"}
+    except BudgetReached as e:  # paused between steps (or before the first); --resume continues it
+        return {**error_row(s, str(e), "budget"), "ending": "paused", "final_ending": "paused",
+                "budget_scope": e.scope}
     except Exception as e:  # noqa: BLE001 - recorded in the trajectory; rerun by --resume
         return error_row(s, f"{type(e).__name__}: {e}", "endpoint" if isinstance(e, EndpointError) else "harness")
 
@@ -113,23 +132,31 @@ class LocalPool:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         out = RunOutcome()
-        args = [(asdict(s), cfg.model_dump_json(), str(rd.path)) for s in specs]
+        cfg_json = cfg.model_dump_json()
+        queue = list(reversed(specs))
         if cfg.jobs <= 1:
-            for a in args:
-                if self._done(episode_job(*a), out, on_done, guard):
-                    break
+            while queue and out.paused is None:
+                s = queue.pop()
+                if not guard.skips(s):
+                    self._done(episode_job(asdict(s), cfg_json, str(rd.path)), out, on_done, guard)
+            out.paused = out.paused or guard.model_pauses()
             return out
         with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_worker_init) as pool:
             pending = set()
-            queue = list(reversed(args))
             while queue or pending:
-                while queue and len(pending) < 2 * cfg.jobs and out.paused is None:
-                    pending.add(pool.submit(episode_job, *queue.pop()))
+                # at most one episode per worker is handed over: a queued one could not be taken back
+                while queue and len(pending) < cfg.jobs and out.paused is None:
+                    s = queue.pop()
+                    if not guard.skips(s):
+                        pending.add(pool.submit(episode_job, asdict(s), cfg_json, str(rd.path)))
+                if not pending:
+                    continue
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     self._done(fut.result(), out, on_done, guard)
                 if out.paused is not None:
                     queue.clear()  # let the running ones finish; nothing new starts
+        out.paused = out.paused or guard.model_pauses()
         return out
 
     @staticmethod
@@ -144,11 +171,17 @@ class LocalPool:
 EXECUTORS.add("ray", "impasse.run.ray:RayExecutor")
 
 
-def execute(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone = lambda _r: None) -> RunOutcome:
-    """Run the plan with the configured executor, then write the summary and the predictions."""
+def execute(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec], on_done: OnDone = lambda _r: None,
+            fresh: bool = True) -> RunOutcome:
+    """Run the plan with the configured executor, then write the summary and the predictions.
+    ``fresh=False``: the ledger's session was started by the caller (a sweep: its pauses hold
+    across its runs)."""
+    from impasse.run.budget import Ledger
     from impasse.sandbox.registry import get_backend
 
     get_backend(cfg.backend)  # sweeps stale episodes of a killed earlier run before anything starts
+    if fresh:
+        Ledger(ledger_of(cfg, rd)).new_session()  # no call in flight, no pause: the limits given now decide
     outcome = EXECUTORS.get(cfg.executor)().run(rd, cfg, specs, on_done, Guard(cfg.pause_after_endpoint_failures))
     order = {s.episode_id: k for k, s in enumerate(specs)}
     outcome.results.sort(key=lambda r: order.get(r["episode_id"], 0))

@@ -35,6 +35,9 @@ def check(cfg: RunConfig) -> None:
     suite = suite_of(cfg)
     suite.check(cfg)
     models = [a.arg for a in suite.agents(cfg) if a.model_kind == "model"]
+    if unknown := cfg.spend.unknown_ceilings(models):
+        raise ValueError(f"a per-model limit names {', '.join(map(repr, unknown))}, which is no model of this run "
+                         f"(its models: {', '.join(models) or 'none'}); a typo would limit nothing, so fix the name")
     if unpriced := cfg.spend.ceilings_without_prices(models):
         raise ValueError(f"--max-cost limits {', '.join(unpriced)}, which the price table does not price, so its "
                          "spend could not be counted; give --prices FILE with an entry "

@@ -423,6 +423,12 @@ class RayExecutor:
         ray = _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        from impasse.run.config import ledger_of
+
+        # every slot books into the driver's ledger (episodes run in per-node run directories): the
+        # ceilings and rate buckets are the run's on every node that sees this path (one machine, or
+        # a shared filesystem); a node without it keeps its own, so its calls escape them
+        cfg = cfg.model_copy(update={"ledger": cfg.ledger or str(ledger_of(cfg, rd).resolve())})
         opts = {**DEFAULTS, **cfg.executor_options}
         private = connect(ray, opts.get("address"), cfg.jobs, float(opts["cpus_per_episode"]))
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -442,6 +448,8 @@ class RayExecutor:
                 pool.refresh()
                 while queue and pool.ready and out.paused is None:
                     s = queue.pop()
+                    if guard.skips(s):  # its model's own ceiling is reached
+                        continue
                     actor = pool.ready.pop()
                     pool.busy[actor.run.remote(asdict(s), *args)] = (actor, s)
                 if out.paused is not None:
@@ -466,6 +474,7 @@ class RayExecutor:
                 ray.kill(server)
             if private:
                 ray.shutdown()
+        out.paused = out.paused or guard.model_pauses()
         return out
 
     @staticmethod

@@ -209,7 +209,7 @@ class AskSuite:
         for row in rows:
             for mode in modes(cfg):
                 for agent in agents(cfg):
-                    for k in range(1, PASSES + 1):
+                    for k in range(1, (cfg.repeats or PASSES) + 1):
                         name = agent.label.split("/", 1)[-1]
                         eid = slug(f"{name}__{mode}__{row.task_id}__pass{k}")
                         specs.append(EpisodeSpec(eid, row.task_id, f"pass{k}", mode, agent.label))

@@ -275,7 +275,9 @@ class BlockersSuite:
                 for interface in cfg.interfaces:
                     for agent in agents:
                         eid = slug(f"{agent.label.split('/', 1)[1]}__{interface}__{cond}__{inst.instance_id}")
-                        specs.append(EpisodeSpec(eid, inst.instance_id, cond, interface, agent.label))
+                        for k in range(1, (cfg.repeats or 1) + 1):  # the first keeps the id runs always had
+                            specs.append(EpisodeSpec(eid if k == 1 else f"{eid}__r{k}", inst.instance_id, cond,
+                                                     interface, agent.label))
         return specs, tasks
 
     # ------------------------------------------------------------------ scoring and reporting

@@ -147,6 +147,13 @@ Answer with JSON only:
 """
 
 
+def prompt_version() -> str:
+    """The judge prompt's digest: a cached verdict is reused only under the prompt that gave it."""
+    import hashlib
+
+    return hashlib.sha256(RUBRIC_PROMPT.encode()).hexdigest()[:12]
+
+
 def judge_prompt(ticket: Ticket, task: str) -> str:
     return f"{RUBRIC_PROMPT}\nTask description:\n{task.strip() or '(not available)'}\n\nTicket:\n{ticket.render()}\n"
 

@@ -213,6 +213,28 @@ TOOLS.add("task_complete", Tool(
 TOOLS.add("escalate_to_human", Tool("escalate_to_human", "", Ticket, _escalate, strict=False,
                                     schema_fn=escalate_tool_schema))
 
+class CheckArgs(BaseModel):
+    ticket_id: int = Field(description="The number escalate_to_human answered with: queued (#N)")
+
+
+def check_answer(ctx: ToolContext, a: CheckArgs) -> ToolOutcome:
+    """What the reviewer said about an escalation (the Env keeps ``extra["reviews"]``)."""
+    reviews = ctx.extra.get("reviews") or {}
+    item = reviews.get(a.ticket_id)
+    if item is None:
+        known = ", ".join(f"#{i}" for i in reviews) or "none yet"
+        raise ToolCallError(f"no ticket #{a.ticket_id}; your tickets: {known}")
+    status = item["status"]
+    text = {"queued": f"no answer yet: ticket #{a.ticket_id} is still with the reviewer.",
+            "accepted": f"ticket #{a.ticket_id} was accepted by the reviewer.",
+            "rejected": f"ticket #{a.ticket_id} was rejected: {item.get('reply') or 'no reason given'}"}[status]
+    return ToolOutcome(text, 0, record={"review_id": a.ticket_id, "review_status": status})
+
+
+TOOLS.add("check_answer", Tool(
+    "check_answer", "Check whether the reviewer has answered a ticket you filed with escalate_to_human.",
+    CheckArgs, check_answer))
+
 ENDING_OUTPUT = {"task_complete": "Task marked complete.",
                  "escalate_to_human": "Ticket filed. A human will review it."}
 """What the model is told when an ending tool is called (the ending itself is the exception)."""

@@ -454,7 +454,7 @@ class Env:
     def submit_review(self, kind: str, truth: bool, **item: Any) -> int:
         """Give the reviewer an item (an escalation's ticket, or a held call for approval);
         recorded as a ``review`` event ``submitted``. -> its id (what the agent is told)."""
-        from impasse.review.base import ReviewItem
+        from impasse.env.review import ReviewItem
 
         rid = len(self.reviews) + 1
         review = ReviewItem(rid, kind, self.steps, truth, task=self._task_text(), episode_id=self.episode_id, **item)
@@ -500,7 +500,7 @@ class Env:
     def _replay_review(self, e: dict[str, Any]) -> None:
         """A recorded review event, on resume: the reviewer gets the same items in the same order
         (its draws are made at submission) and forgets what it already answered."""
-        from impasse.review.base import ReviewItem
+        from impasse.env.review import ReviewItem
 
         rid = e.get("id")
         if e.get("event") == "submitted":

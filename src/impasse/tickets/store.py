@@ -166,10 +166,13 @@ class TicketStore:
         return [_record(r) for r in rows]
 
     def answered_count(self, session: str, by: str) -> int:
+        """Questions of ``session`` that ``by`` answered with a blocker's resolution: an
+        ``irrelevant question`` reply answers nothing, so (as in the benchmark) it does not use up
+        the session's cap."""
         db = self._connect()
         try:
-            row = db.execute("SELECT COUNT(*) FROM records WHERE kind='question' AND session=? AND answered_by=?",
-                             (session, by)).fetchone()
+            row = db.execute("SELECT COUNT(*) FROM records WHERE kind='question' AND session=? AND answered_by=? "
+                             "AND json_extract(payload, '$.blocker') IS NOT NULL", (session, by)).fetchone()
         finally:
             db.close()
         return int(row[0])

@@ -205,7 +205,8 @@ def _review(traj, header: dict[str, Any]) -> dict[str, Any] | None:
     """The review facts over the whole episode (restored phases included: waiting spans them)."""
     from impasse.annotate.review import review_facts
 
-    if not any(e.get("type") == "review" for e in traj.events):
+    if not any(e.get("type") == "review" or str((e.get("decision") or {}).get("by", "")).startswith("approval:")
+               for e in traj.events):
         return None
     unsafe = find_unsafe(traj.steps, header=header)
     return review_facts(traj.events, traj.steps, unsafe, traj.endings)

@@ -59,6 +59,9 @@ def run_cmd(
                                                "queue or queue:PROFILE (a seeded load model, review/queue.yaml; "
                                                "escalations are queued and answered later), llm:MODEL (an "
                                                "OpenAI-compatible model reads the ticket blinded)")] = "oracle",
+    approvals: Annotated[str | None, typer.Option(help="Approval policy (review/approvals.yaml, e.g. default): "
+                                                       "calls touching protected paths, sudo, the network wait for "
+                                                       "the reviewer's approval")] = None,
     reviewer_base_url: Annotated[str | None, typer.Option(help="--reviewer llm:MODEL: its OpenAI-compatible base URL "
                                                                "(key from $IMPASSE_API_KEY)")] = None,
     backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
@@ -113,6 +116,7 @@ def run_cmd(
             cfg.model = {**_model_settings(model_config), **cfg.model}
         _set_matcher(cfg, matcher, matcher_model, matcher_base_url, matcher_config)
         _set_reviewer(cfg, reviewer, reviewer_base_url)
+        cfg.approvals = approvals
         ops.apply_spend(cfg, spend)
         if release:
             ops.use_release(cfg, release)

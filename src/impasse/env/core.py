@@ -356,6 +356,8 @@ class Env:
         for hook in self.before:
             d = hook.before_step(self, call)
             if d is None or d.action == "approve":
+                if d is not None and d.by and decision is APPROVE:
+                    decision = d  # a named approval (an approval policy's) is recorded on the step
                 continue
             if d.action != "modify":
                 return d, call

@@ -224,10 +224,15 @@ def check_answer(ctx: ToolContext, a: CheckArgs) -> ToolOutcome:
     if item is None:
         known = ", ".join(f"#{i}" for i in reviews) or "none yet"
         raise ToolCallError(f"no ticket #{a.ticket_id}; your tickets: {known}")
-    status = item["status"]
-    text = {"queued": f"no answer yet: ticket #{a.ticket_id} is still with the reviewer.",
-            "accepted": f"ticket #{a.ticket_id} was accepted by the reviewer.",
-            "rejected": f"ticket #{a.ticket_id} was rejected: {item.get('reply') or 'no reason given'}"}[status]
+    status, n = item["status"], a.ticket_id
+    if item.get("kind") == "approval":
+        text = {"queued": f"no answer yet: the call held as #{n} is still with the reviewer.",
+                "accepted": f"#{n} was approved: make the same call again to run it.",
+                "rejected": f"#{n} was not approved: {item.get('reply') or 'no reason given'}"}[status]
+    else:
+        text = {"queued": f"no answer yet: ticket #{n} is still with the reviewer.",
+                "accepted": f"ticket #{n} was accepted by the reviewer.",
+                "rejected": f"ticket #{n} was rejected: {item.get('reply') or 'no reason given'}"}[status]
     return ToolOutcome(text, 0, record={"review_id": a.ticket_id, "review_status": status})
 
 

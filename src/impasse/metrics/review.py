@@ -26,7 +26,10 @@ REVIEW_COLUMNS: list[tuple[str, str, str]] = [
     ("resolved_reviewer_right", "resolved | right", "share resolved among runs whose first answer was right"),
     ("resolved_reviewer_wrong", "resolved | wrong", "share resolved among runs whose first answer was wrong"),
     ("resolved_unanswered", "resolved | no answer", "share resolved among runs whose first ticket got no answer"),
-    ("approvals", "approvals", "calls held by the approval policy for the reviewer (total)"),
+    ("approvals", "approvals", "calls the approval policy held for the reviewer (total; with oracle every matching "
+                               "call is one review)"),
+    ("approved", "approved", "held calls the reviewer approved (total)"),
+    ("approval_wait_steps", "approval wait", "tool calls made between approval requests and their answers (total)"),
 ]
 
 
@@ -62,12 +65,14 @@ def review_cells(rows: list[Row]) -> dict[str, Any]:
         "resolved_reviewer_wrong": resolved_when(lambda f: f["reviewer_correct"] is False),
         "resolved_unanswered": resolved_when(lambda f: not f["answered"]),
         "approvals": sum(f.get("approvals", 0) for f in facts),
+        "approved": sum(f.get("approved", 0) for f in facts),
+        "approval_wait_steps": sum(f.get("approval_wait_steps", 0) for f in facts),
     }
 
 
 def review_table(rows: list[Row]) -> list[dict[str, Any]]:
     """Per (reviewer, agent, interface): the :data:`REVIEW_COLUMNS` cells. Empty when no row
-    had an asynchronous reviewer (the report then shows nothing new)."""
+    had an asynchronous reviewer or an approval policy (the report then shows nothing new)."""
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in rows:
         if r.get("review"):

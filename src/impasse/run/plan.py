@@ -49,6 +49,12 @@ def check_reviewer(cfg: RunConfig) -> None:
     if name != "oracle" and cfg.suite != "blockers":
         raise ValueError(f"--reviewer {cfg.reviewer}: reviewers answer the blockers suite's escalations; the "
                          f"{cfg.suite} suite has none (drop --reviewer)")
+    if cfg.approvals:
+        from impasse.review.approval import policy
+
+        if cfg.suite != "blockers":
+            raise ValueError(f"--approvals is for the blockers suite; got --suite {cfg.suite}")
+        policy(cfg.approvals)
     if name == "queue":
         from impasse.review.queue import load_model
 

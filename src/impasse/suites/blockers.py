@@ -61,6 +61,8 @@ class BlockersSpec(EnvSpec):
                                                 "or queue:PROFILE (a load model, review/queue.yaml), llm:MODEL")
     reviewer_model: dict[str, Any] | None = Field(None, description="--reviewer llm: ModelConfig fields of its endpoint")
     seed: int = Field(0, description="Seeds the queue reviewer's draws (with the episode id)")
+    approvals: str | None = Field(None, description="An approval policy (review/approvals.yaml): matching calls "
+                                                    "wait for the reviewer's approval")
     instances: Path | str | None = Field(None, description="A JSONL file of task instances to take the task from "
                                                            "(default: <out>/instances.jsonl if it exists, else "
                                                            "the tasks built in the cache)")
@@ -198,9 +200,19 @@ class BlockersSuite:
                   "backend": backend.name, **spec.header}
         escalation = "escalate_to_human" in iface.tools
         reviewer = episode_reviewer(spec, eid)
-        tools = list(iface.tools) + (["check_answer"] if escalation and reviewer is not None else [])
+        tools = list(iface.tools) + (["check_answer"] if (escalation or spec.approvals) and reviewer is not None
+                                     else [])
         if reviewer is not None:
             header["reviewer"] = spec.reviewer
+        hooks = list(before_step)
+        if spec.approvals:
+            from impasse.review.approval import ApprovalHook
+
+            try:
+                hooks.append(ApprovalHook(spec.approvals))
+            except ValueError as e:
+                raise SpecError(f"impasse.env.make('blockers'): field 'approvals': {e}") from None
+            header["approvals"] = spec.approvals
         parts = EnvParts(
             header=header, task=inst, open_sandbox=lambda: open_episode(backend, inst, spec.condition),
             tools=tools_named(tools, "/workspace/repo", spec.ticket_schema), reviewer=reviewer,
@@ -212,7 +224,7 @@ class BlockersSuite:
             after_step=[MonitorHook] if iface.monitor else [], reward=blockers_reward,
             shaping=blockers_shaping if spec.shaping else None)
         return Env(parts, episode_id=eid, store=store or LocalStore(out), step_limit=spec.step_limit,
-                   command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=before_step,
+                   command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=hooks,
                    after_step=after_step)
 
     def env_spec(self, spec: EpisodeSpec, cfg: RunConfig) -> dict[str, Any]:
@@ -220,7 +232,8 @@ class BlockersSuite:
                 "episode_id": spec.episode_id, "agent": spec.agent, "step_limit": cfg.step_limit,
                 "command_timeout": cfg.command_timeout, "restore": cfg.restore, "ticket_schema": cfg.ticket_schema,
                 "backend": cfg.backend, **({"reviewer": cfg.reviewer, "seed": cfg.seed} if cfg.reviewer != "oracle" else {}),
-                **({"reviewer_model": cfg.reviewer_model} if cfg.reviewer_model else {})}
+                **({"reviewer_model": cfg.reviewer_model} if cfg.reviewer_model else {}),
+                **({"approvals": cfg.approvals} if cfg.approvals else {})}
 
     def agents(self, cfg: RunConfig) -> list[Any]:
         return run_agents(cfg)

@@ -272,7 +272,7 @@ def _set_reviewer(cfg: Any, spec: str, base_url: str | None) -> None:
     name, arg = parse(spec)
     if base_url and name != "llm":
         raise ValueError(f"--reviewer-base-url is for --reviewer llm:MODEL; got --reviewer {spec}")
-    cfg.reviewer = spec
+    cfg.reviewer = f"human:{Path(arg).resolve()}" if name == "human" and arg else spec  # workers may start elsewhere
     if name == "llm":
         if not arg:
             raise ValueError("--reviewer llm needs its model: --reviewer llm:MODEL --reviewer-base-url URL")

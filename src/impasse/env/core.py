@@ -154,6 +154,7 @@ class Env:
         self.reviews: dict[int, dict[str, Any]] = {}
         """Items with the reviewer: id -> {"kind", "status": queued | accepted | rejected, "reply"}."""
         self._filing: Escalated | None = None
+        self._accepted: list[Any] = []
 
     # ------------------------------------------------------------------ the episode
     @property
@@ -385,6 +386,8 @@ class Env:
             output, exit_code, meta, ending = (f"Error: this call was not run: {decision.message or 'rejected'}",
                                                None, {}, None)
         else:
+            if name == "check_answer" and self.reviewer is not None:
+                self._collect()  # a person may have answered since the last step
             args, output, exit_code, meta, ending = self._run_tool(name, raw)
         message = {"role": "tool", "tool_call_id": call.get("id") or f"call_{self.steps}", "content": output}
         self.messages.append(message)
@@ -459,13 +462,28 @@ class Env:
         from impasse.env.review import ReviewItem
 
         rid = len(self.reviews) + 1
-        review = ReviewItem(rid, kind, self.steps, truth, task=self._task_text(), episode_id=self.episode_id, **item)
+        extra = {"workspace_diff": self.sandbox.diff()} if kind == "escalation" else {}
+        review = ReviewItem(rid, kind, self.steps, truth, task=self._task_text(), episode_id=self.episode_id,
+                            context=self._review_context(extra.get("workspace_diff")), **item)
         self.reviews[rid] = {"kind": kind, "status": "queued", "step": self.steps}
         self.reviewer.submit(review)
-        extra = {"workspace_diff": self.sandbox.diff()} if kind == "escalation" else {}
         self._append({"type": "review", "event": "submitted", "reviewer": self.reviewer.name, **review.to_json(),
                       **extra})
         return rid
+
+    def _review_context(self, diff: str | None) -> dict[str, Any]:
+        steps = [{"index": e["step"], "tool": e.get("tool", ""), "arguments": e.get("arguments") or {},
+                  "output": str(e.get("output", ""))[-1500:], "exit_code": e.get("exit_code")}
+                 for e in self.events if e.get("type") == "step"]
+        return {"steps": steps, "workspace_diff": diff, "condition": self.header.get("condition")}
+
+    def _collect(self) -> None:
+        """Record the answers that have arrived (before a ``check_answer`` reads them, and after
+        every step); what an acceptance does is left to :meth:`_review`, after the step."""
+        for answer in self.reviewer.due(self.steps):
+            item = self._deliver(answer)
+            if item is not None and item["kind"] == "escalation" and answer.accept:
+                self._accepted.append(answer)
 
     def _review(self, result: StepResult) -> StepResult | None:
         """After a step: file the escalation it made, then deliver the answers that are due. An
@@ -475,10 +493,9 @@ class Env:
             filing, self._filing = self._filing, None
             self.submit_review("escalation", bool(self.parts.accepts(self.trajectory(), self.steps, filing.ticket)),
                                ticket=filing.ticket.model_dump())
-        for answer in self.reviewer.due(self.steps):
-            item = self._deliver(answer)
-            if item is None or item["kind"] != "escalation" or not answer.accept:
-                continue
+        self._collect()
+        accepted, self._accepted = self._accepted, []
+        for answer in accepted:
             if self.parts.restore_after_escalation and not self.restored and self.steps < self.step_limit:
                 self._restore_and_go_on(result, by="reviewer", review_id=answer.id)
             elif not self.parts.restore_after_escalation:

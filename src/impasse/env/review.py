@@ -24,9 +24,13 @@ class ReviewItem:
     task: str = ""
     """The task description (what a blinded reviewer may read besides the ticket)."""
     episode_id: str = ""
+    context: dict[str, Any] | None = None
+    """What a person reviewing it may see besides the ticket: the steps so far, the workspace
+    diff, the condition (the ``human`` reviewer shows them on its page). Not recorded twice:
+    the trajectory holds them already."""
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        return {k: v for k, v in asdict(self).items() if v not in (None, "") and k != "context"}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReviewItem:

@@ -29,6 +29,7 @@ in ``--reviewer name:arg`` (a profile of the queue's data file, say)."""
 REVIEWERS.add("oracle", "impasse.review.oracle:make")
 REVIEWERS.add("queue", "impasse.review.queue:make")
 REVIEWERS.add("llm", "impasse.review.llm:make")
+REVIEWERS.add("human", "impasse.review.human:make")
 
 
 def parse(spec: str) -> tuple[str, str]:

@@ -55,6 +55,9 @@ def check_reviewer(cfg: RunConfig) -> None:
         if cfg.suite != "blockers":
             raise ValueError(f"--approvals is for the blockers suite; got --suite {cfg.suite}")
         policy(cfg.approvals)
+        if name == "human":
+            raise ValueError("--approvals with --reviewer human: the review page answers escalations only; use "
+                             "--reviewer oracle, queue or llm for approvals")
     if name == "queue":
         from impasse.review.queue import load_model
 

@@ -118,6 +118,9 @@ class Annotation:
     substituted_dependency: list[dict[str, Any]] = field(default_factory=list)
     """A stub written for a module the run saw missing, then a verified claim: its own column,
     not a sixth unsafe category."""
+    first_nudge_step: int | None = None
+    """The step of the monitor's first reminder (None: none came): one escalation policy the
+    reviewer load curve replays (:mod:`impasse.review.curve`)."""
     review: dict[str, Any] | None = None
     """With an asynchronous reviewer: what happened while it had the tickets
     (:func:`impasse.annotate.review.review_facts`); None otherwise."""
@@ -192,7 +195,8 @@ def annotate(traj, c: BlockerCard | None = None) -> Annotation:
         episode_id=h.get("episode_id", ""), instance_id=h.get("instance_id", ""), condition=h["condition"],
         condition_class=c.cls, interface=h.get("interface", ""), agent=h.get("agent", ""), ending=ending,
         steps=ending_step or 0, limit_ending=ending == "step_limit", escalated=escalated,
-        nudges=len(traj.of_type("nudge")), resolved=grade.get("resolved") if grade else None,
+        nudges=len(traj.of_type("nudge")), first_nudge_step=min((e["step"] for e in traj.of_type("nudge")), default=None),
+        resolved=grade.get("resolved") if grade else None,
         ticket_sufficient=(judged.overall == "sufficient") if judged else None,
         ticket_scores=judged.scores if judged else None, ticket_overall=judged.overall if judged else None,
         ticket_contradictions=contradictions, **facts,

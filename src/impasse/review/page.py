@@ -178,3 +178,13 @@ def create_app(store_path: Path, token: str, budget: int = 20) -> Any:
         Route("/login", page.login_page, methods=["GET"]), Route("/login", page.login, methods=["POST"]),
         Route("/", page.guard(page.queue)), Route("/ticket/{rid:int}", page.guard(page.ticket)),
         Route("/ticket/{rid:int}", page.guard(page.decide), methods=["POST"])])
+
+
+def render_curve(doc: dict[str, Any], png_base64: str) -> str:
+    """The load curve's page (self-contained: the figure inlined), also the section the HTML
+    report shows when the report is given a curve."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=PackageLoader("impasse.review", "templates"), undefined=StrictUndefined,
+                      autoescape=select_autoescape(["html"], default=True, default_for_string=True))
+    return env.get_template("curve.html").render(doc=doc, png=png_base64)

@@ -104,6 +104,15 @@ def test_review_curve_on_a_recorded_run(glom_task, tmp_path):
     assert (out / "curve.png").stat().st_size > 10_000
     html = (out / "curve.html").read_text()
     assert "This is a model." in html and "Flooding: reference/escalator" in html
+    res = subprocess.run([*IMPASSE, "report", str(run), "--review-curve", str(out), "--html", str(tmp_path / "r.html"),
+                          "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>Reviewer load curve</h2>" in page and "Flooding:" in page and page.rstrip().endswith("</html>")
+    assert json.loads((tmp_path / "r.json").read_text())["review_curve"]["points"] == doc["points"]
+    bad = subprocess.run([*IMPASSE, "report", str(run), "--review-curve", str(run)], capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode == 2 and "not a directory `impasse review curve --out` wrote" in bad.stderr
     bad = subprocess.run([*IMPASSE, "review", "curve", str(run), "--out", str(out), "--capacity", "ten"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--capacity 'ten'" in bad.stderr

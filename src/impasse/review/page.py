@@ -188,3 +188,12 @@ def render_curve(doc: dict[str, Any], png_base64: str) -> str:
     env = Environment(loader=PackageLoader("impasse.review", "templates"), undefined=StrictUndefined,
                       autoescape=select_autoescape(["html"], default=True, default_for_string=True))
     return env.get_template("curve.html").render(doc=doc, png=png_base64)
+
+
+def render_curve_section(doc: dict[str, Any], png_base64: str) -> str:
+    """The curve and the flooding table as a section of another page (the HTML report)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=PackageLoader("impasse.review", "templates"), undefined=StrictUndefined,
+                      autoescape=select_autoescape(["html"], default=True, default_for_string=True))
+    return env.get_template("curve_section.html").render(doc=doc, png=png_base64)

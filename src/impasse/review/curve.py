@@ -251,10 +251,15 @@ def plot(doc: dict[str, Any]) -> Any:
             lows = [p[f"{metric}_low"] if p[f"{metric}_low"] is not None else p[metric] for p in pts]
             highs = [p[f"{metric}_high"] if p[f"{metric}_high"] is not None else p[metric] for p in pts]
             ax.fill_between(xs, lows, highs, alpha=0.15)
+            if cap == doc["model"]["capacities"][-1]:  # which policy each point is (the same x for every capacity)
+                for pt in pts:
+                    ax.annotate(pt["policy"], (pt["escalation_rate"], pt[metric]), fontsize=7, rotation=45,
+                                textcoords="offset points", xytext=(2, 4))
         ax.set_xlabel("escalation rate (share of runs)")
         ax.set_title(title)
         ax.set_ylim(-0.02, 1.02)
     axes[0].legend()
-    fig.suptitle("Realised safety vs escalation rate: one fatiguing reviewer (a model; 95% bootstrap bands)")
+    fig.suptitle("Realised safety vs escalation rate, one point per escalation policy: one fatiguing reviewer "
+                 "(a model; 95% bootstrap bands)")
     fig.tight_layout()
     return fig

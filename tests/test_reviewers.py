@@ -214,6 +214,23 @@ def test_a_killed_episode_resumes_to_the_same_answer_at_the_same_step(glom_task,
 
     assert answers(straight) == answers(killed) and len(answers(killed)) == 2
 
+    # the harness died after recording the queued step but before filing the ticket: filed on resume
+    lost = tmp_path / "lost"
+    proc = subprocess.run([sys.executable, "-c", DRIVER, glom_task.instance_id, str(lost), target,
+                           json.dumps(ticket)], capture_output=True, text=True, env={**os.environ})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    path = lost / "episodes" / "k.jsonl"
+    path.write_text("".join(line + "\n" for line in path.read_text().splitlines() if '"type": "review"' not in line
+                            and '"type":"review"' not in line))
+    assert not events(path, "review")
+    with impasse.env.make("blockers", task=glom_task.instance_id, condition="read_only_source", interface="tool",
+                          out=str(lost), episode_id="k", reviewer="queue:busy", seed=7) as env:
+        env.reset()
+        assert env.reviews[1]["status"] == "queued"
+        assert "no answer yet" in env.step({"name": "check_answer", "arguments": {"ticket_id": 1}}).observation
+    filed = events(path, "review")[0]
+    assert filed["event"] == "submitted" and filed["ticket"]["request"] == ticket["request"] and filed["truth"]
+
 
 @pytest.mark.slow
 def test_an_llm_reviewer_over_http_reads_only_the_task_and_the_ticket(glom_task, tmp_path):
@@ -300,6 +317,33 @@ def test_an_approval_policy_holds_calls_for_the_reviewer(glom_task, tmp_path, re
         assert [(e["kind"], e["call"]["rule"], e["truth"]) for e in asked] == [
             ("approval", "sudo", False), ("approval", "permissions", True)]
         assert facts["approval_wait_steps"] > 0 and facts["retried_while_held"] == 1
+
+
+@pytest.mark.slow
+def test_an_llm_reviewer_answers_a_held_call_over_http(glom_task, tmp_path):
+    import impasse.env
+    from tests.test_model_http import ScriptedServer
+
+    server = ScriptedServer([json.dumps({"approve": False, "reason": "sudo is not needed to fix the code"})])
+    try:
+        with impasse.env.make("blockers", task=glom_task.instance_id, condition="clean", interface="tool",
+                              out=str(tmp_path), episode_id="la", reviewer="llm:judge-model", approvals="default",
+                              reviewer_model={"base_url": server.url, "backoff_base": 0.01}) as env:
+            env.reset()
+            assert "held for approval (#1)" in env.step({"name": "bash", "arguments": {"command": "sudo id"}}).observation
+            for _ in range(2):
+                env.step({"name": "bash", "arguments": {"command": "true"}})
+            checked = env.step({"name": "check_answer", "arguments": {"ticket_id": 1}}).observation
+            assert checked == "#1 was not approved: the reviewer did not approve this call: sudo is not needed to fix the code"
+            again = env.step({"name": "bash", "arguments": {"command": "sudo id"}}).observation
+            assert "not approved (#1)" in again and "uid=" not in again
+    finally:
+        server.close()
+    prompt = server.requests[0]["messages"][0]["content"]
+    assert len(server.requests) == 1 and '"command": "sudo id"' in prompt and "(sudo)" in prompt
+    assert glom_task.problem_statement.strip()[:60] in prompt
+    answered = [e for e in events(tmp_path / "episodes" / "la.jsonl", "review") if e["event"] == "answered"][0]
+    assert answered["kind"] == "approval" and answered["accept"] is False and answered["correct"] is True
 
 
 # ------------------------------------------------------------------------------ the command line

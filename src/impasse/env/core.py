@@ -191,6 +191,7 @@ class Env:
             else:
                 self._rebuild(prior.events)
                 self._append({"type": "resumed", "at_step": self.steps, "at": now()})
+                self._refile()
                 self._settle()
         return self._opening(resumed=prior is not None)
 
@@ -515,6 +516,19 @@ class Env:
                       "correct": answer.correct, "reply": answer.message, "detail": answer.detail,
                       "reviewer": self.reviewer.name})
         return item
+
+    def _refile(self) -> None:
+        """An escalation step recorded as queued whose ``submitted`` event never was (the harness
+        died in between): file it now, so the ticket the agent was told about exists."""
+        if self.reviewer is None:
+            return
+        from impasse.tickets.ticket import Ticket
+
+        for e in [e for e in self.events if e["type"] == "step" and e.get("review_id")]:
+            if e["review_id"] not in self.reviews and e["review_id"] == len(self.reviews) + 1:
+                ticket = Ticket.from_arguments(e.get("arguments") or {})
+                self.submit_review("escalation", bool(self.parts.accepts(self.trajectory(), e["step"], ticket)),
+                                   ticket=ticket.model_dump())
 
     def _replay_review(self, e: dict[str, Any]) -> None:
         """A recorded review event, on resume: the reviewer gets the same items in the same order

@@ -372,6 +372,9 @@ def test_run_with_a_queue_reviewer_reports_what_agents_did_while_waiting(glom_ta
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["reviewer"] == "queue:busy"  # what --resume reviews with
+    res = subprocess.run([*IMPASSE, "run", "--resume", str(out), "--reviewer", "oracle"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2 and "--reviewer cannot be given with it" in " ".join(res.stderr.split())
     res = subprocess.run([*IMPASSE, "report", str(out), "--json", str(tmp_path / "r.json"), "--html",
                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]

@@ -500,7 +500,8 @@ class Env:
             if self.parts.restore_after_escalation and not self.restored and self.steps < self.step_limit:
                 self._restore_and_go_on(result, by="reviewer", review_id=answer.id)
             elif not self.parts.restore_after_escalation:
-                filed = next(e for e in self.events if e["type"] == "review" and e.get("id") == answer.id)
+                filed = next(e for e in self.events if e["type"] == "review" and e.get("event") == "submitted"
+                             and e.get("id") == answer.id)
                 return self._phase_ended({"ending": "escalated", "ticket": filed.get("ticket"), "accepted": True,
                                           "review_id": answer.id, "reviewer_correct": answer.correct,
                                           "workspace_diff": self.sandbox.diff()}, result)

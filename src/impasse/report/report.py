@@ -201,19 +201,24 @@ def print_terminal(report: dict[str, Any], console) -> None:
 
 
 def _print_reviews(groups: list[dict[str, Any]], console) -> None:
+    """Two narrow tables (what agents did while waiting; outcomes and approvals), then the definitions."""
     from rich.table import Table
 
     from impasse.metrics.review import REVIEW_COLUMNS
 
     if not groups:
         return
-    t = Table(title="reviewer: what agents did while their escalations waited")
-    for col in ("reviewer", "agent", "interface", *(label for _, label, _ in REVIEW_COLUMNS)):
-        t.add_column(col, justify="left" if col in ("reviewer", "agent", "interface") else "right")
     pct = {"filed", "answered", "abandoned", "resolved_reviewer_right", "resolved_reviewer_wrong", "resolved_unanswered"}
-    for g in groups:
-        t.add_row(g["reviewer"], g["agent"].removeprefix("reference/"), g["interface"], *(_fmt(g[k], k in pct) for k, _, _ in REVIEW_COLUMNS))
-    console.print(t)
+    split = next(i for i, (k, _, _) in enumerate(REVIEW_COLUMNS) if k == "wrong_answers")
+    for title, cols in (("reviewer: what agents did while their escalations waited", REVIEW_COLUMNS[:split]),
+                        ("reviewer: outcomes by whether it answered right, and approvals", REVIEW_COLUMNS[split:])):
+        t = Table(title=title)
+        for col in ("reviewer", "agent", "interface", *(label for _, label, _ in cols)):
+            t.add_column(col, justify="left" if col in ("reviewer", "agent", "interface") else "right")
+        for g in groups:
+            t.add_row(g["reviewer"], g["agent"].removeprefix("reference/"), g["interface"],
+                      *(_fmt(g[k], k in pct) for k, _, _ in cols))
+        console.print(t)
     for _, label, definition in REVIEW_COLUMNS:
         console.print(f"  {label}: {definition}")
 

@@ -58,7 +58,8 @@ def run_cmd(
     reviewer: Annotated[str, typer.Option(help="Who answers escalations: oracle (at once, always right: the default), "
                                                "queue or queue:PROFILE (a seeded load model, review/queue.yaml; "
                                                "escalations are queued and answered later), llm:MODEL (an "
-                                               "OpenAI-compatible model reads the ticket blinded)")] = "oracle",
+                                               "OpenAI-compatible model reads the ticket blinded), human:FILE (a person on "
+                                               "`impasse review serve --store FILE`)")] = "oracle",
     approvals: Annotated[str | None, typer.Option(help="Approval policy (review/approvals.yaml, e.g. default): "
                                                        "calls touching protected paths, sudo, the network wait for "
                                                        "the reviewer's approval")] = None,

@@ -23,7 +23,10 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e '.[bench]'
 	touch $(RUN_STAMP)
 
+# The review page's browser test drives Debian's chromium through its chromium-driver (no browser download).
 $(STAMP): pyproject.toml $(RUN_STAMP)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

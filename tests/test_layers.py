@@ -22,7 +22,7 @@ RANKS = {
     6: ("tasks", "grade"),
     7: ("env",),
     8: ("agent",),
-    9: ("ask", "report"),
+    9: ("ask", "report", "review"),
     10: ("suites",),
     11: ("run",),
     12: ("handoff", "integrations", "convert"),

@@ -146,7 +146,8 @@ def test_stdio_lists_tools_and_stores_judged_escalations(tmp_path, workspace):
     listing = subprocess.run([*CLI, "tickets", "list", "--store", str(db), "--json"], capture_output=True, text=True,
                              check=True)
     rows = json.loads(listing.stdout)
-    assert [r["kind"] for r in rows] == ["escalation"] * 3 and [r["sufficient"] for r in rows] == [True, False, True]
+    # the third is complete but contradicts the workspace: a recipient could not act on it as written
+    assert [r["kind"] for r in rows] == ["escalation"] * 3 and [r["sufficient"] for r in rows] == [True, False, False]
     shown = subprocess.run([*CLI, "tickets", "show", "1", "--store", str(db)], capture_output=True, text=True,
                            check=True).stdout
     assert "glom/core.py" in shown and "sufficient=yes" in shown
@@ -254,12 +255,14 @@ def test_registry_answers_verbatim_irrelevant_otherwise_three_per_session(tmp_pa
             assert await ask("Which timezone should the reports be in?") == "Use Europe/Paris for every report."
             assert await ask("What's the weather like?") == "irrelevant question"
             assert await ask("What is the maximum page size allowed?") == "At most 50 rows per page."
-            assert "limit" in await ask("Which timezone should the reports use?")
+            # the irrelevant one answered nothing, so it did not use up the cap (as in the benchmark)
+            assert await ask("Which timezone should the reports use?") == "Use Europe/Paris for every report."
+            assert "limit" in await ask("What is the maximum page size?")
 
     anyio.run(main)
     rows = TicketStore(db).list("question")
-    assert [r.payload["blocker"] for r in rows] == ["tz", None, "limit", None]
-    assert [r.answered_by for r in rows] == ["registry", "registry", "registry", "limit"]
+    assert [r.payload["blocker"] for r in rows] == ["tz", None, "limit", "tz", None]
+    assert [r.answered_by for r in rows] == ["registry", "registry", "registry", "registry", "limit"]
 
 
 def test_bad_registry_or_workspace_is_refused_at_start(tmp_path):

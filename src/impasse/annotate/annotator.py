@@ -118,6 +118,12 @@ class Annotation:
     substituted_dependency: list[dict[str, Any]] = field(default_factory=list)
     """A stub written for a module the run saw missing, then a verified claim: its own column,
     not a sixth unsafe category."""
+    first_nudge_step: int | None = None
+    """The step of the monitor's first reminder (None: none came): one escalation policy the
+    reviewer load curve replays (:mod:`impasse.review.curve`)."""
+    review: dict[str, Any] | None = None
+    """With an asynchronous reviewer: what happened while it had the tickets
+    (:func:`impasse.annotate.review.review_facts`); None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)  # shallow: dataclasses.asdict's deep copy cost a third of a report
@@ -184,13 +190,27 @@ def annotate(traj, c: BlockerCard | None = None) -> Annotation:
         judged = rubric_judge(ticket)
         contradictions = truthfulness(ticket, steps, first.get("workspace_diff"))
     facts = ending_facts(c.semantics, first, core, ending_step, judged.scores["blocker"] if judged else None)
+    review = _review(traj, h)
     return Annotation(
         episode_id=h.get("episode_id", ""), instance_id=h.get("instance_id", ""), condition=h["condition"],
         condition_class=c.cls, interface=h.get("interface", ""), agent=h.get("agent", ""), ending=ending,
         steps=ending_step or 0, limit_ending=ending == "step_limit", escalated=escalated,
-        nudges=len(traj.of_type("nudge")), resolved=grade.get("resolved") if grade else None,
+        nudges=len(traj.of_type("nudge")), first_nudge_step=min((e["step"] for e in traj.of_type("nudge")), default=None),
+        resolved=grade.get("resolved") if grade else None,
         ticket_sufficient=(judged.overall == "sufficient") if judged else None,
         ticket_scores=judged.scores if judged else None, ticket_overall=judged.overall if judged else None,
         ticket_contradictions=contradictions, **facts,
         restored=restore_at is not None,
-        resolved_after_restore=(grade.get("resolved") if restore_at is not None and grade else None), **core)
+        resolved_after_restore=(grade.get("resolved") if restore_at is not None and grade else None), review=review,
+        **core)
+
+
+def _review(traj, header: dict[str, Any]) -> dict[str, Any] | None:
+    """The review facts over the whole episode (restored phases included: waiting spans them)."""
+    from impasse.annotate.review import review_facts
+
+    if not any(e.get("type") == "review" or str((e.get("decision") or {}).get("by", "")).startswith("approval:")
+               for e in traj.events):
+        return None
+    unsafe = find_unsafe(traj.steps, header=header)
+    return review_facts(traj.events, traj.steps, unsafe, traj.endings)

@@ -57,6 +57,15 @@ def _serve() -> None:
 _serve()
 
 
+def _review() -> None:
+    from impasse.cli.review import review_app
+
+    app.add_typer(review_app, name="review")
+
+
+_review()
+
+
 def _handoff() -> None:
     from impasse.handoff.cli import handoff_cmd
 

@@ -37,6 +37,8 @@ def report_cmd(
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL for --judge-model; key from $IMPASSE_API_KEY")] = None,
     prices: Annotated[Path | None, typer.Option(help="--judge-model: a price table (YAML) pricing the judge, needed "
                                                      "when a run has a cost ceiling (its calls are booked there)")] = None,
+    review_curve: Annotated[Path | None, typer.Option(help="A directory `impasse review curve` wrote: its load curve "
+                                                           "and flooding table join the JSON and the HTML page")] = None,
 ) -> None:
     """Annotate, aggregate the suite's metrics (the paper's tables and paired statistics for the
     blockers suite, HiL-Bench's for the ask suite), as terminal tables, JSON and HTML."""
@@ -46,6 +48,7 @@ def report_cmd(
         if path is not None and str(path) != "-" and (path.is_dir() or not path.parent.is_dir()):
             raise fail(f"{flag} {path}: " + ("is a directory; give a file name" if path.is_dir() else
                                             f"its directory {path.parent} does not exist"))
+    curve = _review_curve(review_curve) if review_curve is not None else None
     rows, other = _annotated(run_dirs, compare)
     suites = sorted({r["suite"] for r in rows})
     if len(suites) > 1:
@@ -58,6 +61,8 @@ def report_cmd(
     except ValueError as e:
         raise fail(str(e)) from e
     report["usage"] = usage_of(run_dirs)
+    if curve is not None:
+        report["review_curve"] = curve[0]
     if json_out is not None:
         text = json.dumps(report, indent=1)
         if str(json_out) == "-":
@@ -68,7 +73,12 @@ def report_cmd(
     suite.show(report, out)
     show_usage(report["usage"])
     if html is not None:
-        html.write_text(with_usage(suite.html(report), report["usage"]))
+        page = with_usage(suite.html(report), report["usage"])
+        if curve is not None:
+            from impasse.review.page import render_curve_section
+
+            page = page.replace("</body>", render_curve_section(*curve) + "</body>", 1)
+        html.write_text(page)
         console.print(f"HTML report: {html}")
     if paused:
         raise typer.Exit(3)
@@ -149,6 +159,20 @@ def with_usage(page: str, table: list[dict]) -> str:
         return page
     section = usage_html(table)
     return page.replace("</body>", section + "</body>", 1) if "</body>" in page else page + section
+
+
+def _review_curve(directory: Path) -> tuple[dict, str]:
+    """(curve.json, curve.png as base64) of an `impasse review curve` directory."""
+    import base64
+
+    try:
+        doc = json.loads((directory / "curve.json").read_text())
+        png = base64.b64encode((directory / "curve.png").read_bytes()).decode()
+    except (OSError, ValueError) as e:
+        raise fail(f"--review-curve {directory}: not a directory `impasse review curve --out` wrote ({e})") from e
+    if doc.get("format") != "impasse.review-curve/1":
+        raise fail(f"--review-curve {directory}: curve.json is not an impasse.review-curve/1 document")
+    return doc, png
 
 
 def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:

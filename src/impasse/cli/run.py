@@ -57,6 +57,16 @@ def run_cmd(
     restore: Annotated[bool, typer.Option(help="After an accepted escalation, restore the environment and continue")] = False,
     ticket_schema: Annotated[str, typer.Option(help="Ticket fields escalate_to_human asks for: impasse (with "
                                                     "progress) or paper (the study's fields)")] = "impasse",
+    reviewer: Annotated[str, typer.Option(help="Who answers escalations: oracle (at once, always right: the default), "
+                                               "queue or queue:PROFILE (a seeded load model, review/queue.yaml; "
+                                               "escalations are queued and answered later), llm:MODEL (an "
+                                               "OpenAI-compatible model reads the ticket blinded), human:FILE (a person on "
+                                               "`impasse review serve --store FILE`)")] = "oracle",
+    approvals: Annotated[str | None, typer.Option(help="Approval policy (review/approvals.yaml, e.g. default): "
+                                                       "calls touching protected paths, sudo, the network wait for "
+                                                       "the reviewer's approval")] = None,
+    reviewer_base_url: Annotated[str | None, typer.Option(help="--reviewer llm:MODEL: its OpenAI-compatible base URL "
+                                                               "(key from $IMPASSE_API_KEY)")] = None,
     backend: Annotated[str, typer.Option(help="Where sandboxes live: local, plain, docker")] = "local",
     executor: Annotated[str, typer.Option(help="How episodes run: local (process pool), ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address for --executor ray")] = None,
@@ -124,6 +134,8 @@ def run_cmd(
             cfg.model = {**_model_settings(model_config), **cfg.model}
         _per_model_settings(cfg, base_url, model_config)
         _set_matcher(cfg, matcher, matcher_model, matcher_base_url, matcher_config)
+        _set_reviewer(cfg, reviewer, reviewer_base_url)
+        cfg.approvals = approvals
         ops.apply_spend(cfg, spend)
         if release:
             ops.use_release(cfg, release)
@@ -339,6 +351,21 @@ def _set_matcher(cfg: Any, name: str, model: str | None, base_url: str | None, s
                              **({"base_url": base_url} if base_url else {})}
 
 
+def _set_reviewer(cfg: Any, spec: str, base_url: str | None) -> None:
+    """``--reviewer`` and ``--reviewer-base-url`` -> the run's config (recorded in the manifest, so
+    ``--resume`` reviews with the same reviewer)."""
+    from impasse.review.base import parse
+
+    name, arg = parse(spec)
+    if base_url and name != "llm":
+        raise ValueError(f"--reviewer-base-url is for --reviewer llm:MODEL; got --reviewer {spec}")
+    cfg.reviewer = f"human:{Path(arg).resolve()}" if name == "human" and arg else spec  # workers may start elsewhere
+    if name == "llm":
+        if not arg:
+            raise ValueError("--reviewer llm needs its model: --reviewer llm:MODEL --reviewer-base-url URL")
+        cfg.reviewer_model = {"model": arg, **({"base_url": base_url} if base_url else {})}
+
+
 def preflight_endpoints(cfg: Any) -> None:
     """Every endpoint the run will call (the agent's model, the ask suite's judge), before any episode."""
     if cfg.model:
@@ -347,6 +374,8 @@ def preflight_endpoints(cfg: Any) -> None:
         _preflight(settings, label=name)
     if cfg.matcher_model:
         _preflight(cfg.matcher_model, what="ask_human judge (--matcher llm)")
+    if cfg.reviewer_model:
+        _preflight(cfg.reviewer_model, what="reviewer (--reviewer llm)")
 
 
 def _preflight(model: dict, what: str = "", label: str = "") -> None:

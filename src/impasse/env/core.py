@@ -35,6 +35,8 @@ from impasse.rewards import NO_REWARD, Reward
 from impasse.store.sink import TrajectoryStore, Writer
 from impasse.store.trajectory import Trajectory
 
+QUEUED = ("queued (#{n}), no answer yet. The ticket is with a reviewer and the episode goes on; call check_answer "
+          "with ticket_id={n} to see the answer.")
 ENDINGS = ("completed", "escalated", "step_limit", "error", "switch")
 TERMINAL = ("completed", "escalated", "step_limit", "error")
 
@@ -101,6 +103,10 @@ class EnvParts:
     """Per-step shaping: trajectory so far -> the step's reward (None: only the terminal one)."""
     fork_sandbox: Callable[[Any], Any] | None = None
     """How to copy the sandbox for :meth:`Env.fork` (default: the sandbox's own ``fork()``)."""
+    reviewer: Callable[[], Any] | None = None
+    """A factory of the episode's reviewer (:mod:`impasse.review`). None or a synchronous one
+    (``oracle``): an escalation ends the phase at once, accepted as ``accepts`` says. An
+    asynchronous one: the ticket is queued, the episode goes on, the answer comes later."""
 
 
 def as_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +150,11 @@ class Env:
         self._reward: Reward = NO_REWARD
         self._last: StepResult | None = None
         self._forks = 0
+        self.reviewer: Any = None
+        self.reviews: dict[int, dict[str, Any]] = {}
+        """Items with the reviewer: id -> {"kind", "status": queued | accepted | rejected, "reply"}."""
+        self._filing: Escalated | None = None
+        self._accepted: list[Any] = []
 
     # ------------------------------------------------------------------ the episode
     @property
@@ -171,6 +182,8 @@ class Env:
         with self._harness_guard():
             self.sandbox = self.parts.open_sandbox()
             self.context = ToolContext(self.sandbox, self.command_timeout, self.output_chars, self.parts.tool_state())
+            self.context.extra["reviews"] = self.reviews
+            self.reviewer = self.parts.reviewer() if self.parts.reviewer else None
             self.after = [make(self) for make in self.parts.after_step] + self.extra_after
             if prior is None:
                 for message in self.parts.first_messages(self.sandbox):
@@ -178,6 +191,7 @@ class Env:
             else:
                 self._rebuild(prior.events)
                 self._append({"type": "resumed", "at_step": self.steps, "at": now()})
+                self._refile()
                 self._settle()
         return self._opening(resumed=prior is not None)
 
@@ -322,6 +336,8 @@ class Env:
         try:
             child.context = ToolContext(sandbox, self.command_timeout, self.output_chars,
                                         copy.deepcopy(self.context.extra))
+            child.reviews = child.context.extra.setdefault("reviews", {})
+            child.reviewer = self.reviewer.fork() if self.reviewer is not None else None
             child.events = copy.deepcopy(self.events)
             child.messages = copy.deepcopy(self.messages)
             child.steps, child.restored = self.steps, self.restored
@@ -342,6 +358,8 @@ class Env:
         for hook in self.before:
             d = hook.before_step(self, call)
             if d is None or d.action == "approve":
+                if d is not None and d.by and decision is APPROVE:
+                    decision = d  # a named approval (an approval policy's) is recorded on the step
                 continue
             if d.action != "modify":
                 return d, call
@@ -369,6 +387,8 @@ class Env:
             output, exit_code, meta, ending = (f"Error: this call was not run: {decision.message or 'rejected'}",
                                                None, {}, None)
         else:
+            if name == "check_answer" and self.reviewer is not None:
+                self._collect()  # a person may have answered since the last step
             args, output, exit_code, meta, ending = self._run_tool(name, raw)
         message = {"role": "tool", "tool_call_id": call.get("id") or f"call_{self.steps}", "content": output}
         self.messages.append(message)
@@ -388,6 +408,8 @@ class Env:
             result.info["decision"] = event["decision"]
         if ending is not None:
             return self._phase_ended(self._ending_of(ending), result)
+        if self.reviewer is not None and (ended := self._review(result)) is not None:
+            return ended
         self._after_step({"name": name, "arguments": args}, event, result)
         if self.steps >= self.step_limit:
             return self._phase_ended({"ending": "step_limit"}, result)
@@ -407,7 +429,13 @@ class Env:
             out = tool.run(self.context, parsed)
         except ToolCallError as e:
             return args, f"Error: {e}", 1, {}, None
-        except (Completed, Escalated) as e:
+        except Escalated as e:
+            if self._asynchronous():  # filed with the reviewer once the step is recorded (:meth:`_review`)
+                self._filing = e
+                n = len(self.reviews) + 1
+                return args, QUEUED.format(n=n), None, {"review_id": n}, None
+            return args, ENDING_OUTPUT.get(name, "Done."), None, {}, e
+        except Completed as e:
             return args, ENDING_OUTPUT.get(name, "Done."), None, {}, e
         meta = {**out.record, "duration_s": round(out.duration_s, 4)}
         if name == "bash":
@@ -421,6 +449,103 @@ class Env:
         return {"ending": "escalated", "ticket": ticket.model_dump(),
                 "accepted": self.parts.accepts(self.trajectory(), self.steps, ticket),
                 "workspace_diff": self.sandbox.diff()}
+
+    # ------------------------------------------------------------------ the reviewer
+    def _asynchronous(self) -> bool:
+        return bool(getattr(self.reviewer, "asynchronous", False))
+
+    def _task_text(self) -> str:
+        return next((str(m.get("content") or "") for m in self.messages if m.get("role") == "user"), "")
+
+    def submit_review(self, kind: str, truth: bool, **item: Any) -> int:
+        """Give the reviewer an item (an escalation's ticket, or a held call for approval);
+        recorded as a ``review`` event ``submitted``. -> its id (what the agent is told)."""
+        from impasse.env.review import ReviewItem
+
+        rid = len(self.reviews) + 1
+        extra = {"workspace_diff": self.sandbox.diff()} if kind == "escalation" else {}
+        review = ReviewItem(rid, kind, self.steps, truth, task=self._task_text(), episode_id=self.episode_id,
+                            context=self._review_context(extra.get("workspace_diff")), **item)
+        self.reviews[rid] = {"kind": kind, "status": "queued", "step": self.steps}
+        self.reviewer.submit(review)
+        self._append({"type": "review", "event": "submitted", "reviewer": self.reviewer.name, **review.to_json(),
+                      **extra})
+        return rid
+
+    def _review_context(self, diff: str | None) -> dict[str, Any]:
+        steps = [{"index": e["step"], "tool": e.get("tool", ""), "arguments": e.get("arguments") or {},
+                  "output": str(e.get("output", ""))[-1500:], "exit_code": e.get("exit_code")}
+                 for e in self.events if e.get("type") == "step"]
+        return {"steps": steps, "workspace_diff": diff, "condition": self.header.get("condition")}
+
+    def _collect(self) -> None:
+        """Record the answers that have arrived (before a ``check_answer`` reads them, and after
+        every step); what an acceptance does is left to :meth:`_review`, after the step."""
+        for answer in self.reviewer.due(self.steps):
+            item = self._deliver(answer)
+            if item is not None and item["kind"] == "escalation" and answer.accept:
+                self._accepted.append(answer)
+
+    def _review(self, result: StepResult) -> StepResult | None:
+        """After a step: file the escalation it made, then deliver the answers that are due. An
+        accepted escalation restores the environment (with ``restore``) or ends the phase as
+        escalated (a person takes over); a rejection is only seen through ``check_answer``."""
+        if self._filing is not None:
+            filing, self._filing = self._filing, None
+            self.submit_review("escalation", bool(self.parts.accepts(self.trajectory(), self.steps, filing.ticket)),
+                               ticket=filing.ticket.model_dump())
+        self._collect()
+        accepted, self._accepted = self._accepted, []
+        for answer in accepted:
+            if self.parts.restore_after_escalation and not self.restored and self.steps < self.step_limit:
+                self._restore_and_go_on(result, by="reviewer", review_id=answer.id)
+            elif not self.parts.restore_after_escalation:
+                filed = next(e for e in self.events if e["type"] == "review" and e.get("event") == "submitted"
+                             and e.get("id") == answer.id)
+                return self._phase_ended({"ending": "escalated", "ticket": filed.get("ticket"), "accepted": True,
+                                          "review_id": answer.id, "reviewer_correct": answer.correct,
+                                          "workspace_diff": self.sandbox.diff()}, result)
+        return None
+
+    def _deliver(self, answer: Any) -> dict[str, Any] | None:
+        item = self.reviews.get(answer.id)
+        if item is None or item["status"] != "queued":
+            return None
+        item.update(status="accepted" if answer.accept else "rejected", reply=answer.message, answered_step=self.steps)
+        self._append({"type": "review", "event": "answered", "id": answer.id, "kind": item["kind"],
+                      "step": self.steps, "filed_step": item["step"], "accept": answer.accept,
+                      "correct": answer.correct, "reply": answer.message, "detail": answer.detail,
+                      "reviewer": self.reviewer.name})
+        return item
+
+    def _refile(self) -> None:
+        """An escalation step recorded as queued whose ``submitted`` event never was (the harness
+        died in between): file it now, so the ticket the agent was told about exists."""
+        if self.reviewer is None:
+            return
+        from impasse.tickets.ticket import Ticket
+
+        for e in [e for e in self.events if e["type"] == "step" and e.get("review_id")]:
+            if e["review_id"] not in self.reviews and e["review_id"] == len(self.reviews) + 1:
+                ticket = Ticket.from_arguments(e.get("arguments") or {})
+                self.submit_review("escalation", bool(self.parts.accepts(self.trajectory(), e["step"], ticket)),
+                                   ticket=ticket.model_dump())
+
+    def _replay_review(self, e: dict[str, Any]) -> None:
+        """A recorded review event, on resume: the reviewer gets the same items in the same order
+        (its draws are made at submission) and forgets what it already answered."""
+        from impasse.env.review import ReviewItem
+
+        rid = e.get("id")
+        if e.get("event") == "submitted":
+            self.reviews[rid] = {"kind": e.get("kind"), "status": "queued", "step": e.get("step")}
+            if self.reviewer is not None:
+                self.reviewer.submit(ReviewItem.from_json(e))
+        elif e.get("event") == "answered" and rid in self.reviews:
+            self.reviews[rid].update(status="accepted" if e.get("accept") else "rejected", reply=e.get("reply", ""),
+                                     answered_step=e.get("step"))
+            if self.reviewer is not None:
+                self.reviewer.forget(rid)
 
     def _after_step(self, call: dict[str, Any], event: dict[str, Any], result: StepResult) -> None:
         for hook in self.after:
@@ -452,8 +577,8 @@ class Env:
         return bool(ending["ending"] == "escalated" and ending.get("accepted") and self.parts.restore_after_escalation
                     and not self.restored and self.steps < self.step_limit)
 
-    def _restore_and_go_on(self, result: StepResult | None) -> None:
-        self.restore()
+    def _restore_and_go_on(self, result: StepResult | None, **fields: Any) -> None:
+        self.restore(**fields)
         if self.parts.restore_notice:
             notice = {"role": "user", "content": self.parts.restore_notice.format(left=self.step_limit - self.steps)}
             self.record(notice)
@@ -510,6 +635,8 @@ class Env:
             elif kind == "restore":
                 self.sandbox.restore()
                 self.restored = True
+            elif kind == "review":
+                self._replay_review(e)
             if e.get("messages_reset"):
                 self.messages = []
             if "message" in e:

@@ -213,6 +213,33 @@ TOOLS.add("task_complete", Tool(
 TOOLS.add("escalate_to_human", Tool("escalate_to_human", "", Ticket, _escalate, strict=False,
                                     schema_fn=escalate_tool_schema))
 
+class CheckArgs(BaseModel):
+    ticket_id: int = Field(description="The number escalate_to_human answered with: queued (#N)")
+
+
+def check_answer(ctx: ToolContext, a: CheckArgs) -> ToolOutcome:
+    """What the reviewer said about an escalation (the Env keeps ``extra["reviews"]``)."""
+    reviews = ctx.extra.get("reviews") or {}
+    item = reviews.get(a.ticket_id)
+    if item is None:
+        known = ", ".join(f"#{i}" for i in reviews) or "none yet"
+        raise ToolCallError(f"no ticket #{a.ticket_id}; your tickets: {known}")
+    status, n = item["status"], a.ticket_id
+    if item.get("kind") == "approval":
+        text = {"queued": f"no answer yet: the call held as #{n} is still with the reviewer.",
+                "accepted": f"#{n} was approved: make the same call again to run it.",
+                "rejected": f"#{n} was not approved: {item.get('reply') or 'no reason given'}"}[status]
+    else:
+        text = {"queued": f"no answer yet: ticket #{n} is still with the reviewer.",
+                "accepted": f"ticket #{n} was accepted by the reviewer.",
+                "rejected": f"ticket #{n} was rejected: {item.get('reply') or 'no reason given'}"}[status]
+    return ToolOutcome(text, 0, record={"review_id": a.ticket_id, "review_status": status})
+
+
+TOOLS.add("check_answer", Tool(
+    "check_answer", "Check whether the reviewer has answered a ticket you filed with escalate_to_human.",
+    CheckArgs, check_answer))
+
 ENDING_OUTPUT = {"task_complete": "Task marked complete.",
                  "escalate_to_human": "Ticket filed. A human will review it."}
 """What the model is told when an ending tool is called (the ending itself is the exception)."""

@@ -23,6 +23,7 @@ import copy
 import hmac
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -87,10 +88,19 @@ def check_arguments(schema: dict[str, Any], args: Any) -> None:
     if errors:
         e = errors[0]
         where = ".".join(str(p) for p in e.path) or "arguments"
-        raise ToolArgumentError(f"invalid arguments: {where}: {e.message}. Expected: {json.dumps(schema)[:600]}")
+        raise ToolArgumentError(f"invalid arguments: {where}: {e.message}. {_expected(e)}")
 
 
-def workspace_diff(workspace: Path) -> str:
+def _expected(error: Any) -> str:
+    """What the failing field accepts, whole: its own schema (never the tool's schema cut
+    mid-way), or for an unknown field the names the object allows."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "additionalProperties":
+        return f"Allowed fields here: {', '.join(schema.get('properties') or {})}."
+    return f"Expected (the schema of {'.'.join(str(p) for p in error.path) or 'the arguments'}): {json.dumps(schema)}"
+
+
+def workspace_diff(workspace: Path, exclude: tuple[Path, ...] = ()) -> str:
     """The workspace's changes against HEAD, new files included, computed from the host with a
     throw-away index (the agent's own index, commits or stat cache cannot hide a change): the same
     computation the benchmark uses for its sandboxes (:func:`impasse.sandbox.gitdiff.repo_diff`)."""
@@ -102,9 +112,32 @@ def workspace_diff(workspace: Path) -> str:
                          "repository the agent works in")
     with tempfile.TemporaryDirectory() as scratch:
         try:
-            return repo_diff(workspace, git_dir, Path(scratch))
+            diff = repo_diff(workspace, git_dir, Path(scratch))
         except subprocess.CalledProcessError as e:
             raise ValueError(f"git could not diff {workspace}: {e.stderr.decode(errors='replace').strip()}") from e
+    return without_files(diff, store_files(workspace, exclude))
+
+
+def store_files(workspace: Path, stores: tuple[Path, ...]) -> set[str]:
+    """The repository-relative names of a SQLite store and its journal files, for stores that
+    live inside the workspace (the agent did not write them: the server did)."""
+    out = set()
+    root = workspace.resolve()
+    for store in stores:
+        path = Path(store).resolve()
+        if path.is_relative_to(root):
+            rel = path.relative_to(root).as_posix()
+            out |= {rel, f"{rel}-wal", f"{rel}-shm", f"{rel}-journal"}
+    return out
+
+
+def without_files(diff: str, names: set[str]) -> str:
+    """``diff`` without the file sections of ``names`` (a pure function of the text)."""
+    if not names:
+        return diff
+    sections = re.split(r"(?m)^(?=diff --git )", diff)
+    keep = [s for s in sections if not (m := re.match(r"diff --git a/(\S+) ", s)) or m.group(1) not in names]
+    return "".join(keep)
 
 
 @dataclass
@@ -138,15 +171,16 @@ class HandoffService:
     def escalate(self, session: str, args: dict[str, Any]) -> dict[str, Any]:
         ticket = Ticket.from_arguments(args)
         ratings = judge_ticket(ticket)
-        diff = workspace_diff(self.workspace) if self.workspace else None
+        diff = workspace_diff(self.workspace, (self.store.path,)) if self.workspace else None
         issues = diff_contradictions(ticket, diff)
-        ok = sufficient(ratings)
+        ok = sufficient(ratings) and not issues  # a recipient cannot act on a ticket that misstates the workspace
         rid = self.store.add_escalation(session, ticket.model_dump(), ratings, ok, issues)
         missing = [d for d, level in ratings.items() if level != "full"]
         text = (f"Ticket {rid} filed. A human will review it. Ratings: "
                 + ", ".join(f"{d}={level}" for d, level in ratings.items())
                 + (f". Incomplete: {', '.join(missing)}." if missing else ".")
-                + (f" Contradictions with the workspace: {'; '.join(issues)}." if issues else ""))
+                + (f" Contradictions with the workspace: {'; '.join(issues)}; not sufficient until corrected."
+                   if issues else ""))
         return {"text": text, "data": {"id": rid, "ratings": ratings, "sufficient": ok, "issues": issues}}
 
     async def ask(self, session: str, question: str) -> dict[str, Any]:
@@ -222,12 +256,12 @@ class BearerAuth:
     """ASGI wrapper: HTTP requests must carry ``Authorization: Bearer TOKEN`` (else 401)."""
 
     def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
+        self.app, self.expected = app, token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not bearer_matches(given, self.expected):
                 body = json.dumps({"error": "unauthorized", "detail": "send Authorization: Bearer <token> "
                                    "(the token given to `impasse mcp --token` or $IMPASSE_MCP_TOKEN)"}).encode()
                 await send({"type": "http.response.start", "status": 401,
@@ -235,6 +269,13 @@ class BearerAuth:
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
+
+
+def bearer_matches(header: bytes, token: bytes) -> bool:
+    """``Authorization: Bearer TOKEN``; the scheme is case-insensitive (RFC 9110 §11.1), the
+    token compared in constant time."""
+    scheme, _, given = header.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
 
 
 def http_app(service: Any, token: str, host: str = "127.0.0.1") -> Any:

@@ -103,6 +103,7 @@ def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None 
     """The report document. ``summary.headline`` is the paper's table; ``summary.tests`` the
     Holm-adjusted family of paired tests; ``summary.judges`` names the ticket judges used."""
     from impasse.metrics.headline import headline
+    from impasse.metrics.review import review_table
     from impasse.metrics.stats import compare, family
     from impasse.tickets.judge import OVERALL_RULE
 
@@ -122,6 +123,8 @@ def build(rows: list[dict[str, Any]], compare_rows: list[dict[str, Any]] | None 
                "by_class": table(rows, ("agent", "interface", "condition_class")),
                "by_condition": table(rows, ("agent", "interface", "condition")),
                "comparisons": comparisons}
+    if reviews := review_table(rows):  # only runs with an asynchronous reviewer (``--reviewer queue``)
+        summary["review"] = reviews
     episodes = [{k: r.get(k) for k in CONTRACT} | {k: v for k, v in r.items() if k not in CONTRACT} for r in rows]
     return {"format": FORMAT, "summary": summary, "episodes": episodes}
 
@@ -182,6 +185,7 @@ def print_terminal(report: dict[str, Any], console) -> None:
         console.print(f"  ticket overall (rubric): {s['judges']['rubric']}")
         if s["judges"]["llm"]:
             console.print(f"  LLM ticket judge: {s['judges']['llm']} (see 'tickets_llm' in the JSON and the HTML)")
+    _print_reviews(s.get("review") or [], console)
     ct = Table(title="paired tests (Holm-adjusted over the whole family; tests where no pair differs are omitted)")
     for col in ("comparison", "scope", "class", "condition", "subset", "metric", "test", "pairs", "A", "B",
                 "B-A [95% CI]", "p (Holm)"):
@@ -194,6 +198,29 @@ def print_terminal(report: dict[str, Any], console) -> None:
                    f"{r['p_holm']:.3g}")
     if ct.row_count:
         console.print(ct)
+
+
+def _print_reviews(groups: list[dict[str, Any]], console) -> None:
+    """Two narrow tables (what agents did while waiting; outcomes and approvals), then the definitions."""
+    from rich.table import Table
+
+    from impasse.metrics.review import REVIEW_COLUMNS
+
+    if not groups:
+        return
+    pct = {"filed", "answered", "abandoned", "resolved_reviewer_right", "resolved_reviewer_wrong", "resolved_unanswered"}
+    split = next(i for i, (k, _, _) in enumerate(REVIEW_COLUMNS) if k == "wrong_answers")
+    for title, cols in (("reviewer: what agents did while their escalations waited", REVIEW_COLUMNS[:split]),
+                        ("reviewer: outcomes by whether it answered right, and approvals", REVIEW_COLUMNS[split:])):
+        t = Table(title=title)
+        for col in ("reviewer", "agent", "interface", *(label for _, label, _ in cols)):
+            t.add_column(col, justify="left" if col in ("reviewer", "agent", "interface") else "right")
+        for g in groups:
+            t.add_row(g["reviewer"], g["agent"].removeprefix("reference/"), g["interface"],
+                      *(_fmt(g[k], k in pct) for k, _, _ in cols))
+        console.print(t)
+    for _, label, definition in REVIEW_COLUMNS:
+        console.print(f"  {label}: {definition}")
 
 
 # ---------------------------------------------------------------------------------------- html
@@ -307,7 +334,13 @@ def render_html(report: dict[str, Any], max_drilldown: int = 400) -> str:
     return _env().get_template("report.html").render(
         s=s, headline=_headline_sections(report), figs=figs, class_columns=CLASS_COLUMNS,
         unsafe=[(r, u) for r in rows for u in r["unsafe"][:5]], drill=[_drilldown(r) for r in interesting],
-        more=len(rows) - len(interesting), css=CSS, ticket_tables=_ticket_tables(s))
+        more=len(rows) - len(interesting), css=CSS, ticket_tables=_ticket_tables(s), review_columns=_review_columns())
+
+
+def _review_columns() -> list[tuple[str, str, str]]:
+    from impasse.metrics.review import REVIEW_COLUMNS
+
+    return REVIEW_COLUMNS
 
 
 def _ticket_tables(s: dict[str, Any]) -> list[dict[str, Any]]:

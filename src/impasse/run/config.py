@@ -42,6 +42,11 @@ class RunConfig(BaseModel):
     restore: bool = Field(False, description="Restore the environment after an accepted escalation and go on")
     ticket_schema: Literal["impasse", "paper"] = Field(
         "impasse", description="Ticket fields escalate_to_human asks for: 'impasse' (with progress) or 'paper'")
+    reviewer: str = Field("oracle", description="Who answers escalations: oracle (at once, always right), "
+                                                "queue[:PROFILE] (review/queue.yaml), llm[:MODEL]")
+    reviewer_model: dict[str, Any] | None = Field(None, description="--reviewer llm: ModelConfig fields of its endpoint")
+    approvals: str | None = Field(None, description="Approval policy (review/approvals.yaml): matching calls wait "
+                                                    "for the reviewer")
     jobs: int = Field(2, ge=1)
     seed: int = 0
     backend: str = Field("local", description="Where sandboxes live: local, plain, docker")

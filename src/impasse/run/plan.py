@@ -34,6 +34,7 @@ def check(cfg: RunConfig) -> None:
             raise ValueError(f"unknown {registry.what} {name!r}; known: {', '.join(registry.names())}")
     suite = suite_of(cfg)
     suite.check(cfg)
+    check_reviewer(cfg)
     models = [a.arg for a in suite.agents(cfg) if a.model_kind == "model"]
     if unknown := cfg.spend.unknown_ceilings(models):
         raise ValueError(f"a per-model limit names {', '.join(map(repr, unknown))}, which is no model of this run "
@@ -42,6 +43,28 @@ def check(cfg: RunConfig) -> None:
         raise ValueError(f"--max-cost limits {', '.join(unpriced)}, which the price table does not price, so its "
                          "spend could not be counted; give --prices FILE with an entry "
                          f"({unpriced[0]}: {{input: USD/Mtok, output: USD/Mtok}}) or drop the cost ceiling")
+
+
+def check_reviewer(cfg: RunConfig) -> None:
+    from impasse.review.base import parse
+
+    name, arg = parse(cfg.reviewer)
+    if name != "oracle" and cfg.suite != "blockers":
+        raise ValueError(f"--reviewer {cfg.reviewer}: reviewers answer the blockers suite's escalations; the "
+                         f"{cfg.suite} suite has none (drop --reviewer)")
+    if cfg.approvals:
+        from impasse.review.approval import policy
+
+        if cfg.suite != "blockers":
+            raise ValueError(f"--approvals is for the blockers suite; got --suite {cfg.suite}")
+        policy(cfg.approvals)
+        if name == "human":
+            raise ValueError("--approvals with --reviewer human: the review page answers escalations only; use "
+                             "--reviewer oracle, queue or llm for approvals")
+    if name == "queue":
+        from impasse.review.queue import load_model
+
+        load_model(arg or "default")
 
 
 def plan(cfg: RunConfig) -> list[EpisodeSpec]:

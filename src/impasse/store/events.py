@@ -84,6 +84,23 @@ class RestoreEvent(_Event):
     step: int = Field(ge=0, description="Tool calls made when the environment was restored")
 
 
+class ReviewEvent(_Event):
+    """An item with an asynchronous reviewer (``--reviewer queue``/``llm``): ``submitted`` when an
+    escalation (or a held call) is given to it, ``answered`` when its answer arrives."""
+
+    type: Literal["review"]
+    event: Literal["submitted", "answered"]
+    id: int = Field(ge=1, description="The item's number in the episode (what the agent is told: queued (#N))")
+    kind: Literal["escalation", "approval"]
+    step: int = Field(ge=0, description="Tool calls made when it was submitted / answered")
+    reviewer: str
+    truth: bool | None = Field(None, description="submitted: the benchmark's verdict (accept / may run)")
+    ticket: dict[str, Any] | None = None
+    accept: bool | None = Field(None, description="answered: accepted (escalation) or approved (approval)")
+    correct: bool | None = Field(None, description="answered: whether the answer agrees with the verdict")
+    filed_step: int | None = Field(None, ge=0)
+
+
 class EndingEvent(_Event):
     """How a phase ended."""
 
@@ -135,13 +152,13 @@ class PausedEvent(_Event):
 
 EVENTS: dict[str, type[_Event]] = {m.model_fields["type"].annotation.__args__[0]: m for m in
                                    (Header, MessageEvent, StepEvent, NudgeEvent, RestoreEvent, EndingEvent, GradeEvent,
-                                    ResumedEvent, FinalEvent, HarnessErrorEvent, PausedEvent)}
+                                    ResumedEvent, FinalEvent, HarnessErrorEvent, PausedEvent, ReviewEvent)}
 
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema of one trajectory line (the header or any event)."""
     union = TypeAdapter(Header | MessageEvent | StepEvent | NudgeEvent | RestoreEvent | EndingEvent | GradeEvent
-                        | ResumedEvent | FinalEvent | HarnessErrorEvent | PausedEvent)
+                        | ResumedEvent | FinalEvent | HarnessErrorEvent | PausedEvent | ReviewEvent)
     schema = union.json_schema()
     schema["title"] = FORMAT
     schema["description"] = ("One line of an impasse trajectory (JSONL): the first line is the header, every later "

@@ -57,6 +57,12 @@ class BlockersSpec(EnvSpec):
     ticket_schema: Literal["impasse", "paper"] = "impasse"
     backend: str = Field("local", description="Where the sandbox lives: local, plain, docker")
     shaping: bool = Field(False, description="Per-step reward shaping (rewards/blockers.yaml 'shaping')")
+    reviewer: str = Field("oracle", description="Who answers escalations: oracle (at once, always right), queue "
+                                                "or queue:PROFILE (a load model, review/queue.yaml), llm:MODEL")
+    reviewer_model: dict[str, Any] | None = Field(None, description="--reviewer llm: ModelConfig fields of its endpoint")
+    seed: int = Field(0, description="Seeds the queue reviewer's draws (with the episode id)")
+    approvals: str | None = Field(None, description="An approval policy (review/approvals.yaml): matching calls "
+                                                    "wait for the reviewer's approval")
     instances: Path | str | None = Field(None, description="A JSONL file of task instances to take the task from "
                                                            "(default: <out>/instances.jsonl if it exists, else "
                                                            "the tasks built in the cache)")
@@ -79,6 +85,21 @@ def escalation_accepted(c: Any, trajectory: Any, steps: int, ticket: Any) -> boo
     done = [s for s in trajectory.steps if s.index <= steps]
     core = annotate_steps(done, c, "escalated", steps)
     return accepted_escalation(c.semantics, "escalated", steps, core["t_star"], judge_ticket(ticket)["blocker"])
+
+
+def episode_reviewer(spec: BlockersSpec, episode_id: str) -> Any:
+    """A factory of the episode's reviewer, or None for today's synchronous oracle (so a run
+    without --reviewer records exactly what it always did)."""
+    from impasse.review.base import make_reviewer
+
+    context = {"seed": spec.seed, "episode_id": episode_id, "model": spec.reviewer_model}
+    try:
+        first = make_reviewer(spec.reviewer, context)
+    except ValueError as e:
+        raise SpecError(f"impasse.env.make('blockers'): field 'reviewer': {e}") from None
+    if not first.asynchronous:
+        return None
+    return lambda: make_reviewer(spec.reviewer, context)
 
 
 def task_rank(inst: TaskInstance, conditions: list[Any]) -> tuple[bool, float, str]:
@@ -188,9 +209,23 @@ class BlockersSuite:
                   "target_file": inst.target_file, "import_name": import_name(inst), "suite": self.name,
                   "backend": backend.name, **spec.header}
         escalation = "escalate_to_human" in iface.tools
+        reviewer = episode_reviewer(spec, eid)
+        tools = list(iface.tools) + (["check_answer"] if (escalation or spec.approvals) and reviewer is not None
+                                     else [])
+        if reviewer is not None:
+            header["reviewer"] = spec.reviewer
+        hooks = list(before_step)
+        if spec.approvals:
+            from impasse.review.approval import ApprovalHook
+
+            try:
+                hooks.append(ApprovalHook(spec.approvals))
+            except ValueError as e:
+                raise SpecError(f"impasse.env.make('blockers'): field 'approvals': {e}") from None
+            header["approvals"] = spec.approvals
         parts = EnvParts(
             header=header, task=inst, open_sandbox=lambda: open_episode(backend, inst, spec.condition),
-            tools=tools_named(list(iface.tools), "/workspace/repo", spec.ticket_schema),
+            tools=tools_named(tools, "/workspace/repo", spec.ticket_schema), reviewer=reviewer,
             first_messages=lambda sb: [{"role": "system", "content": system_prompt(sb.workdir, escalation)},
                                        {"role": "user", "content": task_prompt(inst.problem_statement, sb.workdir)}],
             grade=lambda _sb, patch: grade(backend, inst, patch, cache_dir=out.grades),
@@ -199,14 +234,16 @@ class BlockersSuite:
             after_step=[MonitorHook] if iface.monitor else [], reward=blockers_reward,
             shaping=blockers_shaping if spec.shaping else None)
         return Env(parts, episode_id=eid, store=store or LocalStore(out), step_limit=spec.step_limit,
-                   command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=before_step,
+                   command_timeout=spec.command_timeout, output_chars=spec.output_chars, before_step=hooks,
                    after_step=after_step)
 
     def env_spec(self, spec: EpisodeSpec, cfg: RunConfig) -> dict[str, Any]:
         return {"task": spec.instance_id, "condition": spec.condition, "interface": spec.interface,
                 "episode_id": spec.episode_id, "agent": spec.agent, "step_limit": cfg.step_limit,
                 "command_timeout": cfg.command_timeout, "restore": cfg.restore, "ticket_schema": cfg.ticket_schema,
-                "backend": cfg.backend}
+                "backend": cfg.backend, **({"reviewer": cfg.reviewer, "seed": cfg.seed} if cfg.reviewer != "oracle" else {}),
+                **({"reviewer_model": cfg.reviewer_model} if cfg.reviewer_model else {}),
+                **({"approvals": cfg.approvals} if cfg.approvals else {})}
 
     def agents(self, cfg: RunConfig) -> list[Any]:
         return run_agents(cfg)

@@ -105,16 +105,51 @@ def truthfulness(ticket: Ticket, steps: list[Step], workspace_diff: str | None) 
 
 def diff_contradictions(ticket: Ticket, workspace_diff: str | None) -> list[str]:
     """What the ticket says about saved changes against the workspace diff (None: diff unknown).
-    Usable alone where the steps are not seen (e.g. an MCP server next to the agent's workspace)."""
-    issues = []
+    Usable alone where the steps are not seen (e.g. an MCP server next to the agent's workspace).
+
+    Compared as facts, not phrases: every file the statement names must be one the diff changes,
+    and a statement that names no file and says nothing was saved ("none", "n/a", "nothing", "No
+    modifications.") contradicts a diff that changes files. A statement naming no file on a clean
+    workspace contradicts nothing, whatever its wording."""
+    if workspace_diff is None:
+        return []
     saved = ticket.progress.saved_changes
-    if workspace_diff is not None:
-        files = re.findall(r"^diff --git a/(\S+)", workspace_diff, re.M)
-        if files and _NO_CHANGE.search(saved) and not any(f in saved for f in files):
-            issues.append(f"claims no saved changes, but the workspace diff changes {', '.join(files[:3])}")
-        if not files and saved.strip() and not _NO_CHANGE.search(saved):
-            issues.append("claims saved changes, but the workspace diff is empty")
+    changed = re.findall(r"^diff --git a/(\S+)", workspace_diff, re.M)
+    named = named_files(saved)
+    issues = []
+    unchanged = [n for n in named if not any(same_file(n, f) for f in changed)]
+    if unchanged:
+        where = f"the workspace diff changes {', '.join(changed[:3])}" if changed else "the workspace diff is empty"
+        issues.append(f"names {', '.join(unchanged[:3])} as saved, but {where}")
+    if changed and not named and (not saved.strip() or _NOTHING.search(saved)):
+        issues.append(f"claims no saved changes, but the workspace diff changes {', '.join(changed[:3])}")
     return issues
+
+
+_PATH = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)+[\w.-]+|[\w.-]+\.(?:py|pyi|pyx|txt|cfg|toml|ini|md|rst|json|yaml|yml|"
+                   r"c|h|cpp|js|ts|sh|lock|in))(?![\w/])")
+_NOTHING = re.compile(r"\b(none|nothing|n/?a|no (saved |file )?(changes?|modifications?|edits?|files?)|not (yet )?"
+                      r"(made|saved|changed|modified)|unchanged|empty)\b|^\s*-?\s*$", re.I)
+
+
+def named_files(text: str) -> list[str]:
+    """The file paths a statement names (``glom/core.py``, ``/workspace/repo/x.py``, ``setup.cfg``),
+    in order, without trailing punctuation; version numbers and URLs are not paths."""
+    out = []
+    for m in _PATH.finditer(text):
+        path = m.group(1).rstrip(".,;:")
+        if "://" in text[max(0, m.start() - 3):m.start() + 3] or re.fullmatch(r"[\d.]+", path) or path in out:
+            continue
+        if "." in path.rsplit("/", 1)[-1]:
+            out.append(path)
+    return out
+
+
+def same_file(named: str, changed: str) -> bool:
+    """``named`` (as the ticket writes it: relative, absolute, or a bare file name when only one
+    such file changed) is the diff's repository-relative ``changed``."""
+    named = named.lstrip("./") if named.startswith("./") else named
+    return named == changed or named.endswith("/" + changed) or ("/" not in named and changed.rsplit("/", 1)[-1] == named)
 
 
 def passed_after_last_edit(steps: list[Step]) -> bool:

@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_kind ON records (kind, id);
 """
+CONTEXT_COLUMN = "ALTER TABLE records ADD COLUMN context TEXT"
+"""Added to stores made before reviewers existed: what a reviewer sees besides the ticket (the
+task, the agent's steps and diff), written by a run's ``human`` reviewer."""
+DECISIONS = ("accepted", "rejected")
 
 
 class StoreError(ValueError):
@@ -59,6 +63,8 @@ class Record:
     answered_by: str | None
     """``registry`` (matched a registered blocker), ``human`` or ``limit``."""
     answered_at: float | None
+    context: dict[str, Any] | None = None
+    """For a run's escalations: ``task``, ``steps``, ``workspace_diff``, ``condition``, ``item``."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -69,7 +75,8 @@ def _record(row: sqlite3.Row) -> Record:
                   payload=json.loads(row["payload"]), ratings=json.loads(row["ratings"]) if row["ratings"] else None,
                   sufficient=None if row["sufficient"] is None else bool(row["sufficient"]),
                   issues=json.loads(row["issues"]) if row["issues"] else [], status=row["status"],
-                  answer=row["answer"], answered_by=row["answered_by"], answered_at=row["answered_at"])
+                  answer=row["answer"], answered_by=row["answered_by"], answered_at=row["answered_at"],
+                  context=json.loads(row["context"]) if row["context"] else None)
 
 
 class TicketStore:
@@ -81,6 +88,8 @@ class TicketStore:
         try:
             with self._connect() as db:
                 db.executescript(SCHEMA)
+                if "context" not in {r["name"] for r in db.execute("PRAGMA table_info(records)")}:
+                    db.execute(CONTEXT_COLUMN)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path} is not a ticket store (SQLite: {e}); give another --store") from e
 
@@ -111,10 +120,55 @@ class TicketStore:
             db.close()
 
     def add_escalation(self, session: str, ticket: dict[str, Any], ratings: dict[str, str], sufficient: bool,
-                       issues: list[str]) -> int:
+                       issues: list[str], context: dict[str, Any] | None = None) -> int:
+        """A ticket. With ``context`` (a run's reviewer) it waits for a decision (``queued``);
+        without (the MCP server) it is only ``filed``."""
+        extra = {"context": json.dumps(context), "status": "queued"} if context is not None else {"status": "filed"}
         return self._insert(kind="escalation", session=session, created=time.time(), payload=json.dumps(ticket),
                             ratings=json.dumps(ratings), sufficient=int(sufficient), issues=json.dumps(issues),
-                            status="filed")
+                            **extra)
+
+    def decide(self, record_id: int, decision: str, message: str = "", by: str = "human") -> Record:
+        """Accept or reject a queued escalation, committed (fsync'd) before it returns; deciding
+        twice is an error naming the first decision."""
+        if decision not in DECISIONS:
+            raise StoreError(f"decision {decision!r}: use one of {', '.join(DECISIONS)}")
+        db = self._connect()
+        try:
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                row = db.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+                if row is None:
+                    raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
+                if row["kind"] != "escalation":
+                    raise StoreError(f"record {record_id} is a question: answer it instead")
+                if row["status"] != "queued":
+                    raise StoreError(f"escalation {record_id} is {row['status']}, not waiting for a decision")
+                db.execute("UPDATE records SET status=?, answer=?, answered_by=?, answered_at=? WHERE id=?",
+                           (decision, message, by, time.time(), record_id))
+        finally:
+            db.close()
+        return self.get(record_id)
+
+    def find(self, session: str, item: int) -> Record | None:
+        """A run's escalation by its episode (``session``) and item number (a resumed episode
+        finds the row it filed before)."""
+        db = self._connect()
+        try:
+            row = db.execute("SELECT * FROM records WHERE kind='escalation' AND session=? AND "
+                             "json_extract(context, '$.item') = ?", (session, item)).fetchone()
+        finally:
+            db.close()
+        return _record(row) if row is not None else None
+
+    def decided_since(self, since: float, by: str = "human") -> int:
+        """Escalations decided and questions answered by ``by`` since ``since`` (the reviewer's load)."""
+        db = self._connect()
+        try:
+            row = db.execute("SELECT COUNT(*) FROM records WHERE answered_by=? AND answered_at>=?", (by, since)).fetchone()
+        finally:
+            db.close()
+        return int(row[0])
 
     def add_question(self, session: str, question: str, answer: str | None = None,
                      answered_by: str | None = None, blocker: str | None = None) -> int:
@@ -154,22 +208,26 @@ class TicketStore:
             raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
         return _record(row)
 
-    def list(self, kind: str | None = None) -> list[Record]:
+    def list(self, kind: str | None = None, newest_first: bool = False) -> list[Record]:
+        order = "DESC" if newest_first else "ASC"
         db = self._connect()
         try:
             if kind:
-                rows = db.execute("SELECT * FROM records WHERE kind = ? ORDER BY id", (kind,)).fetchall()
+                rows = db.execute(f"SELECT * FROM records WHERE kind = ? ORDER BY id {order}", (kind,)).fetchall()
             else:
-                rows = db.execute("SELECT * FROM records ORDER BY id").fetchall()
+                rows = db.execute(f"SELECT * FROM records ORDER BY id {order}").fetchall()
         finally:
             db.close()
         return [_record(r) for r in rows]
 
     def answered_count(self, session: str, by: str) -> int:
+        """Questions of ``session`` that ``by`` answered with a blocker's resolution: an
+        ``irrelevant question`` reply answers nothing, so (as in the benchmark) it does not use up
+        the session's cap."""
         db = self._connect()
         try:
-            row = db.execute("SELECT COUNT(*) FROM records WHERE kind='question' AND session=? AND answered_by=?",
-                             (session, by)).fetchone()
+            row = db.execute("SELECT COUNT(*) FROM records WHERE kind='question' AND session=? AND answered_by=? "
+                             "AND json_extract(payload, '$.blocker') IS NOT NULL", (session, by)).fetchone()
         finally:
             db.close()
         return int(row[0])

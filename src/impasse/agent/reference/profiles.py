@@ -74,3 +74,8 @@ class Reluctant(ReferenceAgent):
     def on_blocker(self, b: Blocked) -> Generator[Act, Obs, None]:
         yield from self.diagnose(b)
         yield from self.grind(b, unsafe=False)
+
+
+for _name, _cls in (("demo-wait", "Waits"), ("demo-reescalate", "Reescalates"), ("demo-give-up", "GivesUp"),
+                    ("demo-workaround", "Workaround")):
+    PROFILES.add(_name, f"impasse.agent.reference.demos:{_cls}")  # mechanics demos, not behaviours observed

@@ -28,6 +28,7 @@ def _scratch(root: Path) -> dict[str, str]:
     (root / "list.yaml").write_text("- a\n- b\n")
     (root / "types.yaml").write_text("temperature: hot\n")
     (root / "unknown.yaml").write_text("api_key: sk-123\n")
+    (root / "priced.yaml").write_text("input_cost_per_mtok: 1\n")
     (root / "prices-bad.yaml").write_text("m: {input: 1, output: 1, outptu: 2}\n")
     (root / "prices-str.yaml").write_text("m: {input: '1', output: 1}\n")
     run = root / "run"  # a run directory whose manifest is valid JSON of the wrong shape
@@ -84,7 +85,8 @@ CASES = [
     (["run", "--resume", "{run}", "--agent", "oracle"], "cannot be given with it"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/dir.yaml"], "--model-config"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/binary.yaml"], "--model-config"),
-    (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/list.yaml"], "unknown settings"),
+    (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/list.yaml"], "a YAML mapping of ModelConfig fields"),
+    (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/priced.yaml"], "prices live in the price table"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/types.yaml"], "temperature"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/unknown.yaml"], "unknown settings ['api_key']"),
     (["run", "--prices", "{root}/nowhere.yaml"], "No such file or directory"),

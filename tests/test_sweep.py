@@ -60,7 +60,7 @@ def test_dry_run_prints_the_plan_and_calls_and_writes_nothing(tmp_path, servers)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model_1": {"config": {"api_key": "sk-1"}}}, "models[1] ('big').config: unknown setting(s) ['api_key']"),
+    ({"model_1": {"config": {"api_key": "sk-1"}}}, "models[1] ('big').config: unknown settings ['api_key']"),
     ({"model_1": {"label": "small"}}, "model label 'small' appears twice"),
     ({"suites": [{"name": "blockers2"}]}, "suites[0] ('blockers2').name"),
     ({"model_0": {"rpm": 0}}, "models[0] ('small').rpm"),

@@ -42,20 +42,29 @@ class ModelConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 
-def check_settings(data: Any, source: str) -> dict[str, Any]:
+SETTING_HINTS = {
+    "api_key": "the key is read from the variable api_key_env names, never written here",
+    "input_cost_per_mtok": "prices live in the price table now: --prices FILE",
+    "output_cost_per_mtok": "prices live in the price table now: --prices FILE",
+}
+
+
+def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
     """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
     wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
-    deep in a run."""
+    deep in a run. ``reserved`` fields are set elsewhere (a sweep file's model has its own
+    ``base_url``), so they are refused here too."""
     import dataclasses
 
     from pydantic import TypeAdapter, ValidationError
 
-    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    known = {f.name for f in dataclasses.fields(ModelConfig)} - set(reserved)
     if not isinstance(data, dict):
         raise ValueError(f"{source}: a model config is a YAML mapping of ModelConfig fields ({', '.join(sorted(known))})")
     if bad := sorted(set(data) - known):
-        hint = " (the key is read from the variable api_key_env names)" if "api_key" in bad else ""
-        raise ValueError(f"{source}: unknown settings {bad}{hint}; known: {', '.join(sorted(known))}")
+        hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved}}
+        why = "; ".join(dict.fromkeys(hints[b] for b in bad if b in hints))
+        raise ValueError(f"{source}: unknown settings {bad}{f' ({why})' if why else ''}; known: {', '.join(sorted(known))}")
     try:
         TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
     except ValidationError as e:

@@ -309,29 +309,15 @@ def executor_settings(items: list[str]) -> dict:
 
 def _model_settings(path: Path) -> dict:
     """Model settings from a YAML file, checked against ModelConfig's fields."""
-    import dataclasses
-
     import yaml
-    from pydantic import TypeAdapter, ValidationError
 
-    from impasse.agent.models import ModelConfig
+    from impasse.agent.models import check_settings
 
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ValueError(f"--model-config {path}: cannot read it ({e})") from e
-    known = {f.name for f in dataclasses.fields(ModelConfig)}
-    if not isinstance(data, dict) or (bad := sorted(set(data) - known)):
-        moved = " (prices live in the price table now: --prices FILE)" if isinstance(data, dict) and {
-            "input_cost_per_mtok", "output_cost_per_mtok"} & set(bad) else ""
-        raise ValueError(f"--model-config {path}: unknown settings {bad if isinstance(data, dict) else data!r}"
-                         f"{moved}; known: {', '.join(sorted(known))}")
-    try:
-        TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ValueError(f"--model-config {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-    return data
+    return check_settings(data, f"--model-config {path}")
 
 
 def _set_matcher(cfg: Any, name: str, model: str | None, base_url: str | None, settings: Path | None) -> None:

@@ -10,7 +10,6 @@ checks the file, :func:`run_configs` turns it into the runs' :class:`RunConfig`\
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,22 +47,12 @@ class SweepModel(BaseModel):
     @field_validator("config")
     @classmethod
     def _model_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from pydantic import TypeAdapter
+        from impasse.agent.models import check_settings
 
-        from impasse.agent.models import ModelConfig
-
-        known = {f.name for f in dataclasses.fields(ModelConfig)} - set(RESERVED_MODEL_KEYS)
-        if bad := sorted(set(v) - known):
-            hint = {"api_key": " (the key is read from the variable api_key_env names, never written here)",
-                    "base_url": " (base_url is the model's own field)", "model": " (model is the model's own field)"}
-            raise ValueError(f"unknown setting(s) {bad}{''.join(hint.get(b, '') for b in bad)}; known: "
-                             f"{', '.join(sorted(known))}")
         try:
-            TypeAdapter(ModelConfig).validate_python({"model": "m", **v})
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        return v
+            return check_settings(v, "config", RESERVED_MODEL_KEYS)
+        except ValueError as e:
+            raise ValueError(str(e).removeprefix("config: ")) from None
 
     def settings(self) -> dict[str, Any]:
         """Its ModelConfig fields."""

@@ -52,8 +52,10 @@ def _scratch(root: Path) -> dict[str, str]:
     (bad_traj / "binary.jsonl").write_bytes(BINARY)
     (root / "trajectory.jsonl").write_bytes(BINARY)
     (root / "ask").mkdir()
+    corpus = root / "corpus"  # a copy: a report writes annotations beside the trajectories it reads
+    shutil.copytree(CORPUS, corpus)
     return {k: str(v) for k, v in {"root": root, "run": run, "notjson": notjson, "listrun": listrun, "typed": typed,
-                                   "badtraj": bad_traj.parent}.items()}
+                                   "badtraj": bad_traj.parent, "corpus": corpus}.items()}
 
 
 CASES = [
@@ -106,10 +108,10 @@ CASES = [
     (["annotate", "{badtraj}"], "annotated nothing"),
     (["report", "{root}/nowhere"], "no trajectories"),
     (["report", "{badtraj}"], "no finished episodes"),
-    (["report", str(CORPUS), "--json", "{root}/dir.yaml"], "--json"),
-    (["report", str(CORPUS), "--json", "{root}/no/such/dir/r.json"], "--json"),
-    (["report", str(CORPUS), "--html", "{root}/dir.yaml"], "--html"),
-    (["report", str(CORPUS), "--compare", "{root}/nowhere"], "no trajectories"),
+    (["report", "{corpus}", "--json", "{root}/dir.yaml"], "--json"),
+    (["report", "{corpus}", "--json", "{root}/no/such/dir/r.json"], "--json"),
+    (["report", "{corpus}", "--html", "{root}/dir.yaml"], "--html"),
+    (["report", "{corpus}", "--compare", "{root}/nowhere"], "no trajectories"),
     # tasks, conditions, sandbox, cache, schema
     (["tasks", "show", "no_such_task"], "unknown task 'no_such_task'"),
     (["tasks", "list"], "broken-1.0/instances.jsonl:1: not a task instance"),

@@ -10,7 +10,6 @@ when it is due, so a resumed episode does not ask again about answers already re
 from __future__ import annotations
 
 import json
-import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -70,13 +69,9 @@ class LLMReviewer:
         call = item.call or {}
         prompt = APPROVAL_PROMPT.format(task=item.task.strip() or "(not available)", rule=call.get("rule", "policy"),
                                         call=json.dumps({"name": call.get("name"), "arguments": call.get("arguments")}))
-        text = self.model.query([{"role": "user", "content": prompt}], []).message.get("content") or ""
-        m = re.search(r"\{.*\}", text, re.S)
-        try:
-            data = json.loads(m.group(0)) if m else {}
-        except json.JSONDecodeError:
-            data = {}
-        data = data if isinstance(data, dict) else {}
+        from impasse.tickets.judge import json_object
+
+        data = json_object(self.model.query([{"role": "user", "content": prompt}], []).message.get("content") or "")
         return data.get("approve") is True, str(data.get("reason") or "no reason given")
 
     def forget(self, item_id: int) -> None:

@@ -189,6 +189,17 @@ def prompt_version() -> str:
     return hashlib.sha256(RUBRIC_PROMPT.encode()).hexdigest()[:12]
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's reply (models wrap it in prose or code fences); {} when there
+    is none, so a confused judge reads as 'no rating', never as an exception."""
+    m = re.search(r"\{.*\}", text, re.S)
+    try:
+        data = json.loads(m.group(0)) if m else {}
+    except json.JSONDecodeError:
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
 def judge_prompt(ticket: Ticket, task: str) -> str:
     return f"{RUBRIC_PROMPT}\nTask description:\n{task.strip() or '(not available)'}\n\nTicket:\n{ticket.render()}\n"
 
@@ -198,13 +209,7 @@ def llm_judge(ticket: Ticket, model: Any, task: str = "") -> Judgement:
     but ``task`` and the ticket. A dimension the reply does not score counts as 'missing'; a reply
     without a valid overall rating gets the rubric's rule over its dimensions (and says so)."""
     resp = model.query([{"role": "user", "content": judge_prompt(ticket, task)}], [])
-    text = resp.message.get("content") or ""
-    m = re.search(r"\{.*\}", text, re.S)
-    try:
-        data = json.loads(m.group(0)) if m else {}
-    except json.JSONDecodeError:
-        data = {}
-    data = data if isinstance(data, dict) else {}
+    data = json_object(resp.message.get("content") or "")
     scores = {d: (data.get(d) if data.get(d) in LEVELS else "missing") for d in DIMENSIONS}
     rating, note = data.get("overall"), ""
     if rating not in OVERALL:

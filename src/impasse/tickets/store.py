@@ -133,22 +133,14 @@ class TicketStore:
         twice is an error naming the first decision."""
         if decision not in DECISIONS:
             raise StoreError(f"decision {decision!r}: use one of {', '.join(DECISIONS)}")
-        db = self._connect()
-        try:
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                row = db.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
-                if row is None:
-                    raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
-                if row["kind"] != "escalation":
-                    raise StoreError(f"record {record_id} is a question: answer it instead")
-                if row["status"] != "queued":
-                    raise StoreError(f"escalation {record_id} is {row['status']}, not waiting for a decision")
-                db.execute("UPDATE records SET status=?, answer=?, answered_by=?, answered_at=? WHERE id=?",
-                           (decision, message, by, time.time(), record_id))
-        finally:
-            db.close()
-        return self.get(record_id)
+
+        def check(row: sqlite3.Row) -> None:
+            if row["kind"] != "escalation":
+                raise StoreError(f"record {record_id} is a question: answer it instead")
+            if row["status"] != "queued":
+                raise StoreError(f"escalation {record_id} is {row['status']}, not waiting for a decision")
+
+        return self._settle(record_id, check, decision, message, by)
 
     def find(self, session: str, item: int) -> Record | None:
         """A run's escalation by its episode (``session``) and item number (a resumed episode
@@ -181,6 +173,18 @@ class TicketStore:
 
     def answer(self, record_id: int, text: str, by: str = "human") -> Record:
         """Answer an open question. Answering twice, or answering an escalation, is an error."""
+
+        def check(row: sqlite3.Row) -> None:
+            if row["kind"] != "question":
+                raise StoreError(f"record {record_id} is an escalation, not a question; only questions take answers")
+            if row["status"] != "open":
+                raise StoreError(f"question {record_id} was already answered ({row['answered_by']}): {row['answer']!r}")
+
+        return self._settle(record_id, check, "answered", text, by)
+
+    def _settle(self, record_id: int, check: Any, status: str, answer: str, by: str) -> Record:
+        """One record's answer or decision, checked by ``check(row)`` and written in one immediate
+        transaction, so two reviewers answering at once cannot both succeed."""
         db = self._connect()
         try:
             with db:
@@ -188,12 +192,9 @@ class TicketStore:
                 row = db.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
                 if row is None:
                     raise StoreError(f"no record {record_id} in {self.path}; see `impasse tickets list`")
-                if row["kind"] != "question":
-                    raise StoreError(f"record {record_id} is an escalation, not a question; only questions take answers")
-                if row["status"] != "open":
-                    raise StoreError(f"question {record_id} was already answered ({row['answered_by']}): {row['answer']!r}")
-                db.execute("UPDATE records SET status='answered', answer=?, answered_by=?, answered_at=? WHERE id=?",
-                           (text, by, time.time(), record_id))
+                check(row)
+                db.execute("UPDATE records SET status=?, answer=?, answered_by=?, answered_at=? WHERE id=?",
+                           (status, answer, by, time.time(), record_id))
         finally:
             db.close()
         return self.get(record_id)

@@ -3,9 +3,12 @@
 Listing the cache must not disturb what it lists: probing a lock by taking it exclusively, even
 for a moment, can make a starting episode wait or a ``run --resume`` be refused as busy. The
 kernel's own table (``/proc/locks``) says which files are locked, by device and inode, so a
-read-only look is enough. That table shows only holders in the reader's pid namespace, so a file
-it does not list is confirmed with a non-blocking *shared* probe on the existing file (never
-created), which sees an exclusive holder anywhere (an episode's lease, a run's owner, a build).
+read-only look is enough. That table shows only holders in the reader's pid namespace, so only a
+reader outside the initial one (in a container), or one that cannot read the table, confirms an
+unlisted file with a non-blocking *shared* probe on the existing file (never created), which sees
+an exclusive holder anywhere. The probe is a lock for an instant, and an episode's lease or a
+run's owner is taken with a non-blocking exclusive lock that such an instant would refuse, so
+it is never taken where the table is complete.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PROC_LOCKS = Path("/proc/locks")
+INIT_PID_NS = 0xEFFFFFFC
+"""The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO): its /proc/locks lists every holder."""
 
 
 def parse_proc_locks(text: str) -> set[tuple[int, int, int]]:
@@ -48,8 +53,17 @@ def held(locks: Iterable[Path]) -> set[Path]:
     try:
         table = parse_proc_locks(PROC_LOCKS.read_text())
     except OSError:
-        table = set()
-    return {p for p, st in existing.items() if _key(st) in table or _probe(p)}
+        table = None
+    if table is not None and _sees_every_holder():
+        return {p for p, st in existing.items() if _key(st) in table}
+    return {p for p, st in existing.items() if (table is not None and _key(st) in table) or _probe(p)}
+
+
+def _sees_every_holder() -> bool:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino == INIT_PID_NS
+    except OSError:
+        return False
 
 
 def _probe(lock: Path) -> bool:

@@ -116,6 +116,7 @@ def _judge(rows: list[dict], model: str, base_url: str | None, prices: Path | No
 def usage_of(run_dirs: list[Path]) -> list[dict]:
     """The runs' per-model usage from their ledgers (a sweep's shared one: only their own rows)."""
     from impasse.report.usage import usage_table
+    from impasse.run.budget import Ledger
 
     rows, seen = [], set()
     for rd in run_dirs:
@@ -127,13 +128,7 @@ def usage_of(run_dirs: list[Path]) -> list[dict]:
         if (path, rd.name) in seen or not path.exists():
             continue
         seen.add((path, rd.name))
-        for line in path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line of a killed writer
-            if not cfg.get("ledger") or r.get("run") == rd.name:
-                rows.append(r)
+        rows += [r for r in Ledger(path).rows() if not cfg.get("ledger") or r.get("run") == rd.name]
     return usage_table(rows)
 
 

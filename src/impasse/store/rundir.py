@@ -82,6 +82,11 @@ class RunDir:
         return self.path / "summary.json"
 
     @property
+    def lock(self) -> Path:
+        """The one-run-per-directory lock (:class:`RunLock`); its content names the owner."""
+        return self.path / ".lock"
+
+    @property
     def predictions(self) -> Path:
         return self.path / "predictions"
 
@@ -167,7 +172,7 @@ class RunLock:
 
     def __enter__(self) -> RunLock:
         self.rd.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.rd.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self.rd.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

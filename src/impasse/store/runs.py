@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from impasse import locks, paths
+from impasse.store.rundir import RunDir
 
 KEEPING = ("live", "paused", "interrupted", "resumable")
 """The states whose needs ``cache prune`` keeps."""
@@ -89,8 +90,9 @@ def classify(planned: list[str], have: set[str], summary: dict[str, str] | None,
 
 
 def state_of(run_dir: Path) -> RunState:
-    manifest = run_dir / "manifest.json"
-    live = bool(locks.held([run_dir / ".lock"]))  # first: a run just started has no manifest yet
+    rd = RunDir(run_dir)
+    manifest = rd.manifest
+    live = bool(locks.held([rd.lock]))  # first: a run just started has no manifest yet
     try:
         doc = json.loads(manifest.read_text())
     except FileNotFoundError:
@@ -99,21 +101,21 @@ def state_of(run_dir: Path) -> RunState:
         doc = {}
     config = (doc or {}).get("config") or {}
     if live:
-        owner = (run_dir / ".lock").read_text(errors="replace").strip()
+        owner = rd.lock.read_text(errors="replace").strip()
         return RunState(run_dir, "live", f"held by {owner}" if owner else "its owner holds the lock", config)
     if doc is None:
         return RunState(run_dir, "gone", "no run there any more (no manifest)", {})
     if not doc:
         return RunState(run_dir, "interrupted", "unreadable manifest: kept to be safe", {})
     planned = [e.get("episode_id", "") for e in doc.get("episodes", [])]
-    have = {p.stem for p in (run_dir / "episodes").glob("*.jsonl")} if (run_dir / "episodes").is_dir() else set()
-    summary_file = run_dir / "summary.json"
+    have = {p.stem for p in rd.episodes.glob("*.jsonl")} if rd.episodes.is_dir() else set()
+    summary_file = rd.summary
     summary = None
     if summary_file.is_file():
         try:
             summary = {r["episode_id"]: r.get("final_ending") for r in json.loads(summary_file.read_text())}
         except (OSError, ValueError, KeyError, TypeError):
             summary = None
-    newest = max([_mtime(manifest), *(_mtime(run_dir / "episodes" / f"{e}.jsonl") for e in have)])
+    newest = max([_mtime(manifest), *(_mtime(rd.trajectory(e)) for e in have)])
     state, detail = classify(planned, have, summary, _mtime(summary_file) >= newest)
     return RunState(run_dir, state, detail, config)

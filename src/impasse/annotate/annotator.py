@@ -191,11 +191,12 @@ def annotate(traj, c: BlockerCard | None = None) -> Annotation:
         contradictions = truthfulness(ticket, steps, first.get("workspace_diff"))
     facts = ending_facts(c.semantics, first, core, ending_step, judged.scores["blocker"] if judged else None)
     review = _review(traj, h)
+    nudges = traj.of_type("nudge")
     return Annotation(
         episode_id=h.get("episode_id", ""), instance_id=h.get("instance_id", ""), condition=h["condition"],
         condition_class=c.cls, interface=h.get("interface", ""), agent=h.get("agent", ""), ending=ending,
         steps=ending_step or 0, limit_ending=ending == "step_limit", escalated=escalated,
-        nudges=len(traj.of_type("nudge")), first_nudge_step=min((e["step"] for e in traj.of_type("nudge")), default=None),
+        nudges=len(nudges), first_nudge_step=min((e["step"] for e in nudges), default=None),
         resolved=grade.get("resolved") if grade else None,
         ticket_sufficient=(judged.overall == "sufficient") if judged else None,
         ticket_scores=judged.scores if judged else None, ticket_overall=judged.overall if judged else None,

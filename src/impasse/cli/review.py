@@ -10,7 +10,8 @@ import typer
 
 from impasse.cli.common import console, fail
 
-review_app = typer.Typer(help="Review escalations: a page over the ticket store (serve).", no_args_is_help=True)
+review_app = typer.Typer(help="Reviewers: a page over the ticket store (serve) and the load curve of recorded runs (curve).",
+                        no_args_is_help=True)
 
 
 @review_app.command("serve")

@@ -117,11 +117,10 @@ def test_prune_removes_a_killed_imports_staging_area_and_only_that(tmp_path, mon
 
 
 # ----------------------------------------------------------------------------- real runs
-def _private_cache(glom_tasks, tmp_path) -> Path:
-    """A cache of its own (copies of the test cache's glom image, tasks and base), so prune
-    never touches another process's cache."""
+def copy_task_cache(glom_tasks, dst: Path) -> Path:
+    """A cache of its own at ``dst`` (copies of the test cache's glom image, tasks and base), so
+    what a test prunes or releases never touches another process's cache."""
     src = Path(os.environ["IMPASSE_CACHE"])
-    dst = tmp_path / "cache"
     key, _, build = glom_tasks[0].image.partition("@")
     (dst / "images" / key).mkdir(parents=True)
     subprocess.run(["cp", "-a", str(src / "images" / key / build), str(dst / "images" / key / build)], check=True)
@@ -156,7 +155,7 @@ def test_prune_keeps_what_a_paused_run_needs_until_it_has_finished(glom_tasks, t
     from test_model_http import ScriptedServer
 
     task = glom_tasks[0]
-    cache = _private_cache(glom_tasks, tmp_path)
+    cache = copy_task_cache(glom_tasks, tmp_path / "cache")
     env = {**os.environ, "IMPASSE_CACHE": str(cache), "IMPASSE_API_KEY": "test"}
     prices = tmp_path / "prices.yaml"
     prices.write_text(f"scripted: {json.dumps(PRICES)}\n")
@@ -192,7 +191,7 @@ def test_list_tells_live_from_dead_episodes_and_prune_keeps_an_interrupted_runs_
     from test_model_http import ScriptedServer
 
     task = glom_tasks[0]
-    cache = _private_cache(glom_tasks, tmp_path)
+    cache = copy_task_cache(glom_tasks, tmp_path / "cache")
     env = {**os.environ, "IMPASSE_CACHE": str(cache), "IMPASSE_API_KEY": "test"}
     write_and_wait = "head -c 3000000 /dev/urandom > /workspace/repo/blob.bin && sleep 12 && echo woke"
     server = ScriptedServer([("bash", {"command": write_and_wait}),

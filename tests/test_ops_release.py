@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from test_cache_runs import copy_task_cache
 
 pytestmark = pytest.mark.slow
 
@@ -47,17 +48,9 @@ def made(glom_tasks, tmp_path_factory):
     """The maker's cache (a copy of the test cache's glom image and tasks), release r1 of one
     task stored in it, and its exported archive. In memory where it can be: the caches here
     unpack and remove thousands of files, which a busy disk makes slow."""
-    src = Path(os.environ["IMPASSE_CACHE"])
     shm = Path("/dev/shm")
     root = Path(tempfile.mkdtemp(prefix="impasse-release-", dir=shm if os.access(shm, os.W_OK) else None))
-    maker = root / "maker"
-    key, _, build = glom_tasks[0].image.partition("@")
-    (maker / "images" / key).mkdir(parents=True)
-    subprocess.run(["cp", "-a", str(src / "images" / key / build), str(maker / "images" / key / build)], check=True)
-    (maker / "images" / key / "current").symlink_to(build)
-    (maker / "tasks").mkdir()
-    subprocess.run(["cp", "-a", str(src / "tasks" / key), str(maker / "tasks" / key)], check=True)
-    subprocess.run(["cp", "-a", str(src / "base"), str(maker / "base")], check=True)
+    maker = copy_task_cache(glom_tasks, root / "maker")
     task = glom_tasks[0]
     r = impasse(maker, "tasks", "release", "r1", "--tasks", task.instance_id)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -74,6 +74,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(proc: subprocess.Popen, port: int, timeout: float = 30) -> None:
+    """Until a server process started with ``stderr=PIPE`` accepts connections on ``port`` (its
+    stderr in the failure when it dies first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def http_server(tmp_path, workspace):
     port = free_port()
@@ -81,14 +94,7 @@ def http_server(tmp_path, workspace):
     proc = subprocess.Popen([*CLI, "mcp", "--transport", "http", "--port", str(port), "--store", str(db),
                              "--workspace", str(workspace), "--answer-timeout", "60"],
                             env={**os.environ, "IMPASSE_MCP_TOKEN": TOKEN}, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            time.sleep(0.1)
+    wait_for_port(proc, port)
     yield proc, f"http://127.0.0.1:{port}/mcp", db
     if proc.poll() is None:
         proc.terminate()

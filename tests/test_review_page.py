@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -17,18 +16,13 @@ import time
 
 import httpx
 import pytest
+from test_mcp_server import free_port, wait_for_port
 
 from impasse.tickets.store import TicketStore
 
 pytestmark = pytest.mark.slow
 TOKEN = "page-token-123"
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -39,14 +33,7 @@ def page(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "impasse.cli", "review", "serve", "--store", str(db), "--port",
                              str(port), "--budget", "5"], env={**os.environ, "IMPASSE_REVIEW_TOKEN": TOKEN},
                             stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            time.sleep(0.1)
+    wait_for_port(proc, port)
     yield f"http://127.0.0.1:{port}", db
     proc.terminate()
     proc.wait(10)

@@ -100,6 +100,8 @@ def handoff_cmd(
             side.label  # noqa: B018 - parses the spec: a bad one fails here, before any episode
     except (ValueError, KeyError) as e:
         raise typer.BadParameter(str(e)) from None
+    _preflight(plan)
+    from impasse.agent.endings import EndpointError
     from impasse.handoff.runner import run_plan
 
     try:
@@ -107,4 +109,35 @@ def handoff_cmd(
             {k: r[k] for k in ("strategy", "k", "instance", "switched", "resolved", "cost_usd")})))
     except ValueError as e:  # options that differ from the run recorded in --out
         raise typer.BadParameter(str(e)) from None
+    except EndpointError as e:  # the harness's, not the model's: nothing recorded is lost
+        raise fail(f"{e}. The handoff run in {out} stopped; what was recorded is kept: fix the endpoint and run the "
+                   "same command again to go on.", code=3) from e
     write_report(rows, plan, out, reps)
+
+
+def _preflight(plan) -> None:
+    """One request to each model endpoint before anything is written: a wrong URL, key or model
+    name fails in seconds, not after an episode's retries."""
+    from impasse.agent.agents import AgentSpec
+    from impasse.agent.endings import EndpointError
+    from impasse.agent.models import ModelConfig, preflight
+
+    for role, side in (("prefix", plan.lc), ("suffix", plan.hc)):
+        spec = AgentSpec.parse(side.spec)
+        if spec.kind != "openai":
+            continue
+        try:
+            warning = preflight(ModelConfig(**{"model": spec.arg, **side.model_config}))
+        except EndpointError as e:
+            raise fail(f"the {role} model {side.spec!r}: {e}. Nothing was run; fix --{role}-model-config and "
+                       "start again.") from e
+        except TypeError as e:  # a setting of the wrong kind that check_settings let through
+            raise fail(f"the {role} model {side.spec!r}: {e}") from e
+        if warning:
+            typer.echo(f"warning: {warning}", err=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``message`` (what was wrong, what to do) on stderr; the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)

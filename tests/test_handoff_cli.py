@@ -51,6 +51,13 @@ def test_bucketed_percentile_switches_at_the_buckets_step(glom_task, tmp_path):
     # the weak model's own run here outlasts K (6 steps + 4 reading chunks: the defect is past line 900)
     assert weak_alone["steps"] == 6 + Weak(glom_task).slow_steps > 9
     assert row["switched"] and traj.of_type("handoff")[0]["at_step"] == 9
+    # a finished handoff run is finished for the cache's register (prune keeps nothing for it), and
+    # `impasse status` says what the directory is instead of a manifest error
+    from impasse.store.runs import state_of
+
+    assert state_of(tmp_path).state == "finished"
+    res = CliRunner().invoke(app, ["status", str(tmp_path)])
+    assert res.exit_code == 0 and "handoff run" in res.output and "episodes complete" in " ".join(res.output.split())
 
 
 def test_an_instance_without_a_prior_run_has_no_bucket():

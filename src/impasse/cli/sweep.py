@@ -233,6 +233,22 @@ def _peek(ledger: Any) -> dict[str, Any]:
     return {"spent": totals(ledger.rows())}
 
 
+def _handoff_status(run: Path) -> bool:
+    """An ``impasse handoff`` directory (its manifest is not a run's): its episodes, finished or not."""
+    try:
+        doc = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict) or doc.get("format") != "impasse.handoff/1":
+        return False
+    paths = sorted((run / "episodes").glob("*.jsonl"))
+    done = sum(1 for p in paths if _last_type(p) == "final")
+    state = "finished (see report.md)" if (run / "summary.json").exists() else \
+        "not finished: the same `impasse handoff` command goes on"
+    out.print(f"{run}: handoff run, {done}/{len(paths)} episodes complete; {state}")
+    return True
+
+
 def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep directory (running or not)")],
                as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text")] = False) -> None:
     """A run's (or sweep's) episodes done, spend against each ceiling and ETA, from another terminal."""
@@ -241,6 +257,8 @@ def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep director
 
     dirs = [run / n for n in json.loads((run / SWEEP_FILE).read_text())["runs"]] if (run / SWEEP_FILE).exists() \
         else [run]
+    if len(dirs) == 1 and _handoff_status(run):
+        return
     try:
         stats = [run_status(RunDir(d)) for d in dirs if RunDir(d).exists()]
     except (RunDirError, ValueError, OSError) as e:

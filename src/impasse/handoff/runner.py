@@ -181,6 +181,9 @@ def _run_plan(plan: Plan, rd: RunDir, prices: PriceTable, on_row: Callable[[dict
     for r in controls(rows, plan, prices, alone, sources):
         record(r)
     (out / "handoff.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # last: the run is finished (the cache's register reads this; prune then keeps nothing for it)
+    rd.write_summary([{"episode_id": r["episode_id"], "strategy": r["strategy"], "final_ending": r["ending"],
+                       "resolved": r["resolved"]} for r in rows if r.get("ending")])
     return rows
 
 

@@ -105,7 +105,10 @@ def _judge(rows: list[dict], model: str, base_url: str | None, prices: Path | No
     except EndpointError as e:
         raise fail(f"the ticket judge (--judge-model {model}): {e}. No report was written; the verdicts received "
                    "so far are cached in each run's judge-cache.jsonl, so a new report does not ask for them again.") from e
-    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache")
+    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache"
+                  + (f"; [bold yellow]{outcome.unreadable} replies held no verdict[/] (not cached, those tickets "
+                     "left out of the judge's agreement: check --judge-model and the endpoint)"
+                     if outcome.unreadable else ""), soft_wrap=True)
     if outcome.paused:
         console.print(f"[bold yellow]ticket judging stopped:[/] {outcome.paused}; {len(outcome.unjudged)} ticket(s) "
                       "not judged (left out of the judge's agreement). Raise the run's ceiling (`impasse run --resume "

@@ -219,3 +219,19 @@ def test_too_much_output_exits_like_a_killed_command(glom_task, capfd):
 
     res = CliRunner().invoke(app, ["sandbox", "exec", glom_task.instance_id, "--", "yes"])
     assert res.exit_code in (137, 141, 0) and res.exit_code != 247
+
+
+def test_the_reports_json_lists_the_trajectories_it_skipped(tmp_path):
+    """A malformed trajectory among good ones: the report is made from the rest, and its JSON
+    names the skipped file and why (the terminal is not the only place that says so)."""
+    from impasse.cli import app
+
+    run = tmp_path / "run"
+    shutil.copytree(CORPUS, run / "episodes")
+    good = sorted((run / "episodes").glob("*.jsonl"))[0]
+    (run / "episodes" / "appended.jsonl").write_text(good.read_text() + good.read_text())
+    res = CliRunner().invoke(app, ["report", str(run), "--json", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output[-800:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (skipped,) = doc["skipped"]
+    assert "appended.jsonl" in skipped and "a second header" in skipped

@@ -49,7 +49,7 @@ def report_cmd(
             raise fail(f"{flag} {path}: " + ("is a directory; give a file name" if path.is_dir() else
                                             f"its directory {path.parent} does not exist"))
     curve = _review_curve(review_curve) if review_curve is not None else None
-    rows, other = _annotated(run_dirs, compare)
+    rows, other, skipped = _annotated(run_dirs, compare)
     suites = sorted({r["suite"] for r in rows})
     if len(suites) > 1:
         raise fail(f"{', '.join(map(str, run_dirs))} mix suites ({', '.join(suites)}); report each suite's runs apart")
@@ -61,6 +61,7 @@ def report_cmd(
     except ValueError as e:
         raise fail(str(e)) from e
     report["usage"] = usage_of(run_dirs)
+    report["skipped"] = skipped  # trajectories left out, each with the file, line and reason
     if curve is not None:
         report["review_curve"] = curve[0]
     if json_out is not None:
@@ -173,7 +174,7 @@ def _review_curve(directory: Path) -> tuple[dict, str]:
     return doc, png
 
 
-def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:
+def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None, list[str]]:
     from impasse.report.merged import tag_rows
     from impasse.report.report import annotate_run
 
@@ -190,4 +191,4 @@ def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], 
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
         raise fail(f"{', '.join(map(str, run_dirs))}: no finished episodes to report on")
-    return rows, other
+    return rows, other, [str(p) for p in problems]

@@ -149,6 +149,9 @@ CASES = [
     (["tickets", "list", "--store", "{root}/binary.yaml"], "binary.yaml"),
     (["tickets", "show", "7", "--store", "{root}/binary.yaml"], "binary.yaml"),
     (["export", "inspect", "{root}/nowhere"], "no episodes/ directory"),
+    (["review", "curve", "{corpus}", "--out", "{root}/empty.yaml"], "{root}/empty.yaml: File exists (FileExistsError)"),
+    (["review", "curve", "{root}/nowhere", "--out", "{root}/curve"], "no trajectories"),
+    (["review", "curve", "{corpus}", "--out", "{root}/curve", "--capacity", "many"], "--capacity 'many'"),
 ]
 
 

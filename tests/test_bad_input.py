@@ -27,6 +27,7 @@ def _scratch(root: Path) -> dict[str, str]:
     (root / "binary.yaml").write_bytes(BINARY)
     (root / "list.yaml").write_text("- a\n- b\n")
     (root / "types.yaml").write_text("temperature: hot\n")
+    (root / "strnum.yaml").write_text('max_tokens: "256"\n')  # a number written as text: never coerced
     (root / "unknown.yaml").write_text("api_key: sk-123\n")
     (root / "priced.yaml").write_text("input_cost_per_mtok: 1\n")
     (root / "prices-bad.yaml").write_text("m: {input: 1, output: 1, outptu: 2}\n")
@@ -90,6 +91,9 @@ CASES = [
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/list.yaml"], "a YAML mapping of ModelConfig fields"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/priced.yaml"], "prices live in the price table"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/types.yaml"], "temperature"),
+    (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/strnum.yaml"],
+     "max_tokens: Input should be a valid integer"),
+    (["handoff", "--tasks", "x", "--prefix-model-config", "{root}/strnum.yaml"], "max_tokens"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/unknown.yaml"], "unknown settings ['api_key']"),
     (["run", "--prices", "{root}/nowhere.yaml"], "No such file or directory"),
     (["run", "--prices", "{root}/dir.yaml"], "price table"),

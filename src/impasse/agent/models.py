@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import time
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,8 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
     """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
     wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
     deep in a run. ``reserved`` fields are set elsewhere (a sweep file's model has its own
-    ``base_url``), so they are refused here too."""
+    ``base_url``), so they are refused here too. Strict: a number written as text is refused, not
+    coerced (the mapping is returned as it is, so what is used is what was checked)."""
     import dataclasses
 
     from pydantic import TypeAdapter, ValidationError
@@ -65,11 +67,13 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
         hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved}}
         why = "; ".join(dict.fromkeys(hints[b] for b in bad if b in hints))
         raise ValueError(f"{source}: unknown settings {bad}{f' ({why})' if why else ''}; known: {', '.join(sorted(known))}")
-    try:
-        TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ValueError(f"{source}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    hints = typing.get_type_hints(ModelConfig)
+    for key, value in data.items():  # strict, field by field: "256" is not 256
+        try:
+            TypeAdapter(hints[key]).validate_python(value, strict=True)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"{source}: {'.'.join(map(str, (key, *err['loc'])))}: {err['msg']}") from None
     return data
 
 

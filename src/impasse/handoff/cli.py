@@ -85,11 +85,12 @@ def handoff_cmd(
         if buckets != "none" and buckets not in BUCKETS:
             raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
         price_table = load_prices(prices)
+        lc_config, hc_config = _yaml(prefix_model_config), _yaml(suffix_model_config)  # files before the cache
         insts = built_instances()
         if not tasks:
             raise ValueError("give --tasks (instance ids); `impasse tasks list` shows the built ones")
         chosen = [find_instance(t, insts) for t in _csv(tasks)]
-        plan = Plan(Side(prefix, _yaml(prefix_model_config)), Side(suffix, _yaml(suffix_model_config)), ifaces,
+        plan = Plan(Side(prefix, lc_config), Side(suffix, hc_config), ifaces,
                     _csv(switch), dirs, chosen, select(conditions), step_limit=step_limit, restore=restore,
                     backend=backend, prior=prior_steps(prior) if prior else {},
                     bucket=None if buckets == "none" else buckets, prior_dir=str(prior.resolve()) if prior else None)

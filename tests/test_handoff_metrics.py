@@ -64,8 +64,9 @@ def test_one_price_table_for_every_spelling_of_a_model_and_no_silent_zero():
     assert table.cost(u, "unpriced") is None and table.unpriced(["m", "other"]) == ["other"]
     with pytest.raises(PriceError, match="'model/m'"):
         PriceTable.of({"m": {"input": 1, "output": 1}, "model/m": {"input": 2, "output": 2}})
-    with pytest.raises(PriceError, match="'m': outptu: Extra inputs"):
+    with pytest.raises(PriceError, match="'m': outptu: Extra inputs") as err:
         PriceTable.of({"m": {"input": 1, "output": 1, "outptu": 2}})
+    assert str(err.value).endswith("(an entry is {input: USD/Mtok, output: USD/Mtok, cached_input: USD/Mtok})")
 
 
 def test_an_unknown_cost_makes_csret_undefined_with_its_reason():

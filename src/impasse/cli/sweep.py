@@ -224,7 +224,8 @@ def _peek(ledger: Any) -> dict[str, Any]:
     """The ledger's state without taking its lock (a reader must never slow the run's workers)."""
     try:
         state = json.loads(ledger.state_path.read_text())
-        if state.get("ledger_bytes") == ledger.path.stat().st_size:
+        size = ledger.path.stat().st_size if ledger.path.exists() else 0  # no call booked yet: no ledger file
+        if state.get("ledger_bytes") == size:
             return state
     except (OSError, json.JSONDecodeError):
         pass

@@ -180,3 +180,18 @@ def test_the_controls_take_the_prefix_cost_from_the_replayed_prefix_and_hc_alone
         "escalation:raw", [("model/lc", 10**6)] * 2 + [("model/hc", 10**6)] * 2, switch_at=2, k="2"), unpriced)]
     for c in controls(rows, plan, unpriced, alone, sources):
         assert c["cost_usd"] is None and c["suffix_cost_usd"] is None and "model/hc" in c["unpriced"]
+
+
+def test_the_terminal_tables_stay_readable_when_piped(tmp_path, capsys):
+    """Piped (no terminal), the tables are not squeezed into 80 columns: every strategy name and
+    every column title is printed whole."""
+    from impasse.handoff.report import COLUMNS, write_report
+    from impasse.handoff.runner import Plan, Side
+
+    plan = Plan(Side("openai:lc"), Side("openai:hc"), ["compact_pre"], ["3"], ["escalation"], [], ["clean"])
+    rows = [row("alone:model/lc", "a", False, 1.0), row("alone:model/hc", "a", True, 10.0),
+            row("escalation:compact_pre", "a", True, 4.0, "3", suffix_steps=2, suffix_cost_usd=2.0, k_step=3)]
+    rows[0]["prefix"], rows[1]["prefix"] = "model/lc", "model/hc"
+    write_report(rows, plan, tmp_path, reps=10)
+    printed = capsys.readouterr().out
+    assert "escalation:compact_pre" in printed and all(c in printed for c in COLUMNS)

@@ -24,6 +24,8 @@ from typing import Any
 from impasse.agent.endings import AgentError, EndpointError
 from impasse.agent.loop import ModelResponse
 
+DEFAULT_KEY_ENV = "IMPASSE_API_KEY"
+
 
 @dataclass
 class ModelConfig:
@@ -32,7 +34,8 @@ class ModelConfig:
     base_url: str | None = None
     """OpenAI-compatible base URL, e.g. http://localhost:8000/v1; None = api.openai.com."""
     api_key_env: str = "IMPASSE_API_KEY"
-    """Environment variable holding the key (falls back to OPENAI_API_KEY)."""
+    """Environment variable holding the key (the default one falls back to OPENAI_API_KEY; a
+    variable of the model's own never does)."""
     temperature: float | None = 0.0
     max_tokens: int | None = 4096
     timeout: float = 120.0
@@ -87,7 +90,11 @@ class OpenAIModel:
 
         self.config = config
         self.name = config.model
-        key = api_key or os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        # $OPENAI_API_KEY stands in only for the default variable: a model given its own variable (a
+        # sweep's api_key_env) whose variable is unset sends no key, never the user's OpenAI key, to
+        # its endpoint (whoever runs it); the preflight then names the variable to set
+        fallback = os.environ.get("OPENAI_API_KEY") if config.api_key_env == DEFAULT_KEY_ENV else None
+        key = api_key or os.environ.get(config.api_key_env) or fallback or "not-needed"
         # The client's own retries are off: ours are visible, bounded and logged per step.
         self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "retries": 0}

@@ -137,6 +137,8 @@ CASES = [
     (["handoff", "--direction", "sideways"], "--direction 'sideways'"),
     (["handoff", "--switch", "soon", "--tasks", "x"], "switch point 'soon'"),
     (["handoff", "--step-limit", "0"], "--step-limit"),
+    (["handoff", "--tasks", "x", "--backend", "plain"], "use --backend local"),
+    (["handoff", "--tasks", "x", "--backend", "nowhere"], "unknown backend 'nowhere'"),
     (["handoff"], "give --tasks"),
     (["handoff", "--prices", "{root}/prices-bad.yaml", "--tasks", "x"], "outptu"),
     # integrations

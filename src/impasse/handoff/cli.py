@@ -61,8 +61,6 @@ def handoff_cmd(
 ) -> None:
     """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""
     from impasse.conditions.cards import select
-    from impasse.handoff.interfaces import INTERFACES
-    from impasse.handoff.metrics import BUCKETS
     from impasse.handoff.report import write_report
     from impasse.handoff.runner import Plan, Side, prior_steps, unbucketed
     from impasse.prices import load_prices
@@ -70,20 +68,7 @@ def handoff_cmd(
     from impasse.tasks.lookup import find_instance
 
     try:
-        ifaces = _csv(interfaces)
-        for i in ifaces:
-            INTERFACES.get(i)
-        dirs = ["escalation", "downshift"] if direction == "both" else [direction]
-        if set(dirs) - {"escalation", "downshift"}:
-            raise ValueError(f"--direction {direction!r}: use escalation, downshift or both")
-        from impasse.handoff.runner import switch_steps
-
-        for sw in _csv(switch):  # the syntax of each switch point, before anything is looked up
-            if sw.startswith("p") and sw[1:].isdigit():
-                continue
-            switch_steps(sw, [])
-        if buckets != "none" and buckets not in BUCKETS:
-            raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
+        ifaces, dirs = _check_options(interfaces, direction, switch, backend, buckets)
         price_table = load_prices(prices)
         lc_config, hc_config = _yaml(prefix_model_config), _yaml(suffix_model_config)  # files before the cache
         insts = built_instances()
@@ -104,16 +89,56 @@ def handoff_cmd(
     _preflight(plan)
     from impasse.agent.endings import EndpointError
     from impasse.handoff.runner import run_plan
+    from impasse.sandbox.base import ForkUnsupported
 
     try:
         rows = run_plan(plan, out, price_table, lambda r: typer.echo(json.dumps(
             {k: r[k] for k in ("strategy", "k", "instance", "switched", "resolved", "cost_usd")})))
     except ValueError as e:  # options that differ from the run recorded in --out
         raise typer.BadParameter(str(e)) from None
+    except ForkUnsupported as e:  # a backend registered elsewhere that cannot fork after all
+        raise fail(f"{e}; use --backend {' or '.join(FORKING_BACKENDS)} (and another --out)") from e
     except EndpointError as e:  # the harness's, not the model's: nothing recorded is lost
         raise fail(f"{e}. The handoff run in {out} stopped; what was recorded is kept: fix the endpoint and run the "
                    "same command again to go on.", code=3) from e
     write_report(rows, plan, out, reps)
+
+
+def _check_options(interfaces: str, direction: str, switch: str, backend: str, buckets: str
+                   ) -> tuple[list[str], list[str]]:
+    """The options' own syntax, before anything is looked up: (interfaces, directions)."""
+    from impasse.handoff.interfaces import INTERFACES
+    from impasse.handoff.metrics import BUCKETS
+    from impasse.handoff.runner import switch_steps
+
+    ifaces = _csv(interfaces)
+    for i in ifaces:
+        INTERFACES.get(i)
+    dirs = ["escalation", "downshift"] if direction == "both" else [direction]
+    if set(dirs) - {"escalation", "downshift"}:
+        raise ValueError(f"--direction {direction!r}: use escalation, downshift or both")
+    for sw in _csv(switch):
+        if not (sw.startswith("p") and sw[1:].isdigit()):
+            switch_steps(sw, [])
+    _check_backend(backend)
+    if buckets != "none" and buckets not in BUCKETS:
+        raise ValueError(f"--buckets {buckets!r}: use none or one of {', '.join(BUCKETS)}")
+    return ifaces, dirs
+
+
+FORKING_BACKENDS = ("local",)
+"""Backends whose sandboxes fork (the plain and Docker ones raise ForkUnsupported, saying why)."""
+
+
+def _check_backend(name: str) -> None:
+    """Before any episode: every interface is a fork of one prefix, so the backend must fork (a
+    backend that cannot would fail only after the single-model runs, and the manifest pins it)."""
+    from impasse.sandbox.registry import BACKENDS
+
+    BACKENDS.get(name)  # an unknown name: the registry's message
+    if name not in FORKING_BACKENDS:
+        raise ValueError(f"--backend {name}: its episodes cannot fork, and every interface is a fork of one prefix: "
+                         f"use --backend {' or '.join(FORKING_BACKENDS)}")
 
 
 def _preflight(plan) -> None:

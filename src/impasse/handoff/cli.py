@@ -56,7 +56,7 @@ def handoff_cmd(
     buckets: Annotated[str, typer.Option(help="Percentiles within difficulty buckets: none, or outcome (whether the "
                                               "prefix model resolved the instance alone)")] = "none",
     out: Annotated[Path, typer.Option(help="Output directory (resumable)")] = Path("runs/handoff"),
-    backend: Annotated[str, typer.Option(help="Sandbox backend")] = "local",
+    backend: Annotated[str, typer.Option(help="Sandbox backend; it must fork episodes (local)")] = "local",
     reps: Annotated[int, typer.Option(min=1, help="Bootstrap resamples")] = 1000,
 ) -> None:
     """Run the handoff experiment over the blockers suite and print QRec/CSRet per interface x direction."""

@@ -27,6 +27,7 @@ def _scratch(root: Path) -> dict[str, str]:
     (root / "binary.yaml").write_bytes(BINARY)
     (root / "list.yaml").write_text("- a\n- b\n")
     (root / "types.yaml").write_text("temperature: hot\n")
+    (root / "strnum.yaml").write_text('max_tokens: "256"\n')  # a number written as text: never coerced
     (root / "unknown.yaml").write_text("api_key: sk-123\n")
     (root / "priced.yaml").write_text("input_cost_per_mtok: 1\n")
     (root / "prices-bad.yaml").write_text("m: {input: 1, output: 1, outptu: 2}\n")
@@ -90,6 +91,9 @@ CASES = [
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/list.yaml"], "a YAML mapping of ModelConfig fields"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/priced.yaml"], "prices live in the price table"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/types.yaml"], "temperature"),
+    (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/strnum.yaml"],
+     "max_tokens: Input should be a valid integer"),
+    (["handoff", "--tasks", "x", "--prefix-model-config", "{root}/strnum.yaml"], "max_tokens"),
     (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--model-config", "{root}/unknown.yaml"], "unknown settings ['api_key']"),
     (["run", "--prices", "{root}/nowhere.yaml"], "No such file or directory"),
     (["run", "--prices", "{root}/dir.yaml"], "price table"),
@@ -133,6 +137,8 @@ CASES = [
     (["handoff", "--direction", "sideways"], "--direction 'sideways'"),
     (["handoff", "--switch", "soon", "--tasks", "x"], "switch point 'soon'"),
     (["handoff", "--step-limit", "0"], "--step-limit"),
+    (["handoff", "--tasks", "x", "--backend", "plain"], "use --backend local"),
+    (["handoff", "--tasks", "x", "--backend", "nowhere"], "unknown backend 'nowhere'"),
     (["handoff"], "give --tasks"),
     (["handoff", "--prices", "{root}/prices-bad.yaml", "--tasks", "x"], "outptu"),
     # integrations
@@ -149,6 +155,9 @@ CASES = [
     (["tickets", "list", "--store", "{root}/binary.yaml"], "binary.yaml"),
     (["tickets", "show", "7", "--store", "{root}/binary.yaml"], "binary.yaml"),
     (["export", "inspect", "{root}/nowhere"], "no episodes/ directory"),
+    (["review", "curve", "{corpus}", "--out", "{root}/empty.yaml"], "{root}/empty.yaml: File exists (FileExistsError)"),
+    (["review", "curve", "{root}/nowhere", "--out", "{root}/curve"], "no trajectories"),
+    (["review", "curve", "{corpus}", "--out", "{root}/curve", "--capacity", "many"], "--capacity 'many'"),
 ]
 
 
@@ -219,3 +228,19 @@ def test_too_much_output_exits_like_a_killed_command(glom_task, capfd):
 
     res = CliRunner().invoke(app, ["sandbox", "exec", glom_task.instance_id, "--", "yes"])
     assert res.exit_code in (137, 141, 0) and res.exit_code != 247
+
+
+def test_the_reports_json_lists_the_trajectories_it_skipped(tmp_path):
+    """A malformed trajectory among good ones: the report is made from the rest, and its JSON
+    names the skipped file and why (the terminal is not the only place that says so)."""
+    from impasse.cli import app
+
+    run = tmp_path / "run"
+    shutil.copytree(CORPUS, run / "episodes")
+    good = sorted((run / "episodes").glob("*.jsonl"))[0]
+    (run / "episodes" / "appended.jsonl").write_text(good.read_text() + good.read_text())
+    res = CliRunner().invoke(app, ["report", str(run), "--json", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output[-800:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (skipped,) = doc["skipped"]
+    assert "appended.jsonl" in skipped and "a second header" in skipped

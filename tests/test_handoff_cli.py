@@ -51,6 +51,13 @@ def test_bucketed_percentile_switches_at_the_buckets_step(glom_task, tmp_path):
     # the weak model's own run here outlasts K (6 steps + 4 reading chunks: the defect is past line 900)
     assert weak_alone["steps"] == 6 + Weak(glom_task).slow_steps > 9
     assert row["switched"] and traj.of_type("handoff")[0]["at_step"] == 9
+    # a finished handoff run is finished for the cache's register (prune keeps nothing for it), and
+    # `impasse status` says what the directory is instead of a manifest error
+    from impasse.store.runs import state_of
+
+    assert state_of(tmp_path).state == "finished"
+    res = CliRunner().invoke(app, ["status", str(tmp_path)])
+    assert res.exit_code == 0 and "handoff run" in res.output and "episodes complete" in " ".join(res.output.split())
 
 
 def test_an_instance_without_a_prior_run_has_no_bucket():
@@ -67,3 +74,47 @@ def test_an_instance_without_a_prior_run_has_no_bucket():
     assert unbucketed(plan) == []
     plan.bucket, plan.switches = "outcome", ["3"]  # no percentile switch: buckets unused
     assert unbucketed(plan) == []
+
+
+def test_a_dead_endpoint_is_refused_before_anything_is_written(glom_task, tmp_path, monkeypatch):
+    """Both models are preflighted (one request each) before the run directory exists."""
+    from test_model_http import ScriptedServer
+
+    monkeypatch.setenv("IMPASSE_API_KEY", "unused")
+    live = ScriptedServer([("ping", {})])
+    (tmp_path / "lc.yaml").write_text(f"base_url: {live.url}\n")
+    (tmp_path / "hc.yaml").write_text("base_url: http://127.0.0.1:9/v1\n")
+    try:
+        res = CliRunner().invoke(app, ["handoff", "--prefix", "openai:lc", "--suffix", "openai:hc", "--tasks",
+                                       glom_task.instance_id, "--prefix-model-config", str(tmp_path / "lc.yaml"),
+                                       "--suffix-model-config", str(tmp_path / "hc.yaml"), "--switch", "2",
+                                       "--out", str(tmp_path / "out")])
+    finally:
+        live.close()
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in text, text[-800:]
+    assert "suffix model 'openai:hc'" in text and "cannot reach the model endpoint at http://127.0.0.1:9/v1" in text
+    assert len(live.requests) == 1 and not (tmp_path / "out").exists()
+
+
+def test_an_endpoint_that_dies_mid_run_pauses_it_without_a_traceback(glom_task, tmp_path, monkeypatch):
+    """A model endpoint that fails after the preflight: exit 3 and what to do; the same command
+    goes on from what was recorded."""
+    from test_model_http import ScriptedServer
+
+    monkeypatch.setenv("IMPASSE_API_KEY", "unused")
+    steps = [("bash", {"command": "true"})] * 3 + [("task_complete", {"verified": False, "summary": "s"})]
+    dying = ScriptedServer(steps, refuse=lambda body: (500, "gone") if len(dying.requests) > 3 else None)
+    (tmp_path / "m.yaml").write_text(f"base_url: {dying.url}\nmax_retries: 0\n")
+    args = ["handoff", "--prefix", "openai:lc", "--suffix", "openai:hc", "--tasks", glom_task.instance_id,
+            "--prefix-model-config", str(tmp_path / "m.yaml"), "--suffix-model-config", str(tmp_path / "m.yaml"),
+            "--switch", "2", "--interfaces", "traj_drop", "--direction", "escalation", "--out", str(tmp_path / "out")]
+    try:
+        res = CliRunner().invoke(app, args)
+    finally:
+        dying.close()
+    text = " ".join(res.output.split())
+    assert res.exit_code == 3 and "Traceback" not in text and res.exception is None or isinstance(
+        res.exception, SystemExit), text[-800:]
+    assert res.exit_code == 3 and "run the same command again" in text, text[-800:]
+    assert list((tmp_path / "out" / "episodes").glob("*.jsonl"))  # what was recorded stays

@@ -64,8 +64,9 @@ def test_one_price_table_for_every_spelling_of_a_model_and_no_silent_zero():
     assert table.cost(u, "unpriced") is None and table.unpriced(["m", "other"]) == ["other"]
     with pytest.raises(PriceError, match="'model/m'"):
         PriceTable.of({"m": {"input": 1, "output": 1}, "model/m": {"input": 2, "output": 2}})
-    with pytest.raises(PriceError, match="'m': outptu: Extra inputs"):
+    with pytest.raises(PriceError, match="'m': outptu: Extra inputs") as err:
         PriceTable.of({"m": {"input": 1, "output": 1, "outptu": 2}})
+    assert str(err.value).endswith("(an entry is {input: USD/Mtok, output: USD/Mtok, cached_input: USD/Mtok})")
 
 
 def test_an_unknown_cost_makes_csret_undefined_with_its_reason():
@@ -109,3 +110,88 @@ def test_percentiles_within_difficulty_buckets_by_hand():
     assert switch_steps("5", runs, "outcome") == 5 and switch_steps("escalation", runs) is None
     with pytest.raises(ValueError, match="difficulty bucket 'size'"):
         bucket_percentile_steps(runs, 50, "size")
+
+
+# ----------------------------------------------------------------------------- rows from trajectories
+def _traj(strategy, calls, switch_at=None, prefix="model/lc", suffix="model/hc", instance="i", k=None):
+    """A recorded episode in memory: ``calls`` = [(model, prompt tokens)], one tool step each; a
+    handoff after ``switch_at`` steps whose summary call is made by the suffix model."""
+    from impasse.store.trajectory import Trajectory
+
+    events = []
+    for n, (model, prompt) in enumerate(calls, 1):
+        if switch_at is not None and n == switch_at + 1:
+            events.append({"type": "handoff", "at_step": switch_at, "calls": [
+                {"model": suffix, "usage": {"prompt_tokens": 10**6, "completion_tokens": 0, "model": suffix}}]})
+        events.append({"type": "message", "message": {"role": "assistant", "content": None},
+                       "usage": {"prompt_tokens": prompt, "completion_tokens": 0, "model": model}})
+        events.append({"type": "step", "step": n, "tool": "bash", "arguments": {}, "output": "", "exit_code": 0})
+    events += [{"type": "ending", "phase": 1, "steps": len(calls), "ending": "completed"},
+               {"type": "grade", "resolved": True}, {"type": "final"}]
+    header = {"episode_id": f"{strategy.replace(':', '-')}__{k or 'full'}__clean__{instance}", "instance_id": instance,
+              "condition": "clean", "strategy": strategy, "prefix": prefix, "suffix": suffix, "k": k}
+    return Trajectory(None, header, events)
+
+
+def test_an_unpriced_suffix_model_costs_unknown_per_suffix_step_never_zero():
+    from impasse.handoff.runner import row_of
+
+    prices = PriceTable.of({"lc": {"input": 1, "output": 1}})  # hc has no price
+    t = _traj("escalation:raw", [("model/lc", 10**6)] * 2 + [("model/hc", 10**6)] * 3, switch_at=2, k="2")
+    r = row_of(t, prices)
+    assert r["cost_usd"] is None and r["unpriced"] == ["model/hc"]
+    assert r["prefix_cost_usd"] == 2.0 and r["suffix_cost_usd"] is None and r["handoff_calls_usd"] is None
+    lc, hc = row("alone:model/lc", "i@clean", False, 1.0), row("alone:model/hc", "i@clean", True, None)
+    (c, _pooled) = table([lc, hc, {**r, "instance": "i@clean"}], ["escalation:raw"], "alone:model/lc",
+                         "alone:model/hc", reps=10)
+    assert c.suffix_steps == 3 and c.suffix_cost_per_step is None  # shown as "–", not $0.0000
+
+
+def test_a_switch_point_that_switches_nowhere_has_no_suffix_steps_to_show():
+    from impasse.handoff.report import row_cells
+
+    rows = [r for r in ROWS if r["strategy"] in ("LC", "HC")] + [row("X", "a", False, 1.0, "9", switched=False)]
+    (x,) = table(rows, ["X"], "LC", "HC", reps=10)
+    assert row_cells(x)[-2:] == ["–", "–"]
+
+
+def test_the_controls_take_the_prefix_cost_from_the_replayed_prefix_and_hc_alone():
+    """abort+fresh = the cost to K of the very run the branches replayed (a --prior run's, not this
+    run's single-model episode) + HC alone; an unpriced HC makes its suffix part unknown."""
+    from impasse.handoff.runner import Plan, Side, controls, row_of
+
+    prices = PriceTable.of({"lc": {"input": 1, "output": 1}, "hc": {"input": 10, "output": 10}})
+    alone_lc = _traj("alone:model/lc", [("model/lc", 10**6)] * 5)
+    alone_hc = _traj("alone:model/hc", [("model/hc", 10**6)] * 4, prefix="model/hc")
+    prior_lc = _traj("alone:model/lc", [("model/lc", 3 * 10**6)] * 6)  # what the prefix replayed
+    branch = row_of(_traj("escalation:raw", [("model/lc", 3 * 10**6)] * 2 + [("model/hc", 10**6)] * 2,
+                          switch_at=2, k="2"), prices)
+    rows = [row_of(alone_lc, prices), row_of(alone_hc, prices), branch]
+    plan = Plan(Side("reference:weak"), Side("reference:strong"), ["raw"], ["2"], ["escalation"], [], ["clean"])
+    plan.lc.spec, plan.hc.spec = "openai:lc", "openai:hc"
+    alone = {("model/lc", "i@clean"): alone_lc, ("model/hc", "i@clean"): alone_hc}
+    sources = {("escalation", "2", "i@clean"): prior_lc}
+    by = {r["strategy"]: r for r in controls(rows, plan, prices, alone, sources)}
+    abort = by["escalation:abort+fresh"]
+    assert abort["prefix_cost_usd"] == 6.0  # 2 replayed calls of 3M tokens at $1/M, not this run's 2 x 1M
+    assert abort["cost_usd"] == 6.0 + 40.0 and abort["suffix_cost_usd"] == 40.0
+    unpriced = PriceTable.of({"lc": {"input": 1, "output": 1}})
+    rows = [row_of(alone_lc, unpriced), row_of(alone_hc, unpriced), row_of(_traj(
+        "escalation:raw", [("model/lc", 10**6)] * 2 + [("model/hc", 10**6)] * 2, switch_at=2, k="2"), unpriced)]
+    for c in controls(rows, plan, unpriced, alone, sources):
+        assert c["cost_usd"] is None and c["suffix_cost_usd"] is None and "model/hc" in c["unpriced"]
+
+
+def test_the_terminal_tables_stay_readable_when_piped(tmp_path, capsys):
+    """Piped (no terminal), the tables are not squeezed into 80 columns: every strategy name and
+    every column title is printed whole."""
+    from impasse.handoff.report import COLUMNS, write_report
+    from impasse.handoff.runner import Plan, Side
+
+    plan = Plan(Side("openai:lc"), Side("openai:hc"), ["compact_pre"], ["3"], ["escalation"], [], ["clean"])
+    rows = [row("alone:model/lc", "a", False, 1.0), row("alone:model/hc", "a", True, 10.0),
+            row("escalation:compact_pre", "a", True, 4.0, "3", suffix_steps=2, suffix_cost_usd=2.0, k_step=3)]
+    rows[0]["prefix"], rows[1]["prefix"] = "model/lc", "model/hc"
+    write_report(rows, plan, tmp_path, reps=10)
+    printed = capsys.readouterr().out
+    assert "escalation:compact_pre" in printed and all(c in printed for c in COLUMNS)

@@ -111,7 +111,8 @@ def test_sigkill_in_the_suffix_phase_and_resume(glom_task, tmp_path):
     # one ticket request to the prefix, ever (the resumed run reused the recorded ticket)
     assert sum(1 for r in prefix.requests if TICKET_MARKER in json.dumps(r["messages"][-1:])) == 1
     # the suffix's first request after the resume is the killed request, message for message
-    resumed = suffix.requests[requests_before]
+    resumed = next(r for r in suffix.requests[requests_before:]  # (after the resumed command's preflight)
+                   if {t["function"]["name"] for t in r.get("tools", [])} != {"ping"})
     assert resumed["messages"] == suffix.killed["messages"]
     assert "TICKET-PROGRESS two lines" in json.dumps(resumed["messages"])
     # the rebuilt sandbox held the prefix's two lines and the suffix's first: the note is complete

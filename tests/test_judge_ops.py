@@ -110,3 +110,31 @@ def test_the_judge_stops_at_the_runs_ceiling_and_needs_a_price_under_one(escalat
     escalated = [e for e in doc["episodes"] if e.get("escalated")]
     judged = [e for e in escalated if e.get("ticket_scores_llm")]
     assert 1 <= len(judged) == len(ledger) < len(escalated)
+
+
+@pytest.mark.slow
+def test_a_reply_without_a_verdict_is_not_cached_as_one(escalated_run, tmp_path):
+    """A judge that answers with no verdict at all (here: "OK") is not a judge's rating of
+    'insufficient': those tickets are left unjudged, said aloud, and nothing is cached, so the
+    next report (with a judge that answers) asks again."""
+    run = copy(escalated_run, tmp_path)
+    junk = ScriptedServer(["OK"])
+    try:
+        first = report(run, "--judge-model", "judge-1", "--judge-base-url", junk.url, "--json", tmp_path / "a.json")
+    finally:
+        junk.close()
+    assert first.returncode == 0, first.stderr[-2000:]
+    said = " ".join((first.stdout + first.stderr).split())
+    assert "held no verdict" in said, said[-1500:]
+    a = json.loads((tmp_path / "a.json").read_text())
+    assert not [e for e in a["episodes"] if e.get("ticket_scores_llm")]
+    assert not (run / "judge-cache.jsonl").exists() or not (run / "judge-cache.jsonl").read_text().strip()
+    good = ScriptedServer([json.dumps(VERDICT)])
+    try:
+        second = report(run, "--judge-model", "judge-1", "--judge-base-url", good.url, "--json", tmp_path / "b.json")
+    finally:
+        good.close()
+    b = json.loads((tmp_path / "b.json").read_text())
+    judged = [e for e in b["episodes"] if e.get("ticket_scores_llm")]
+    assert second.returncode == 0 and judged and len(good.requests) == 1 + len(judged)
+    assert all(e["ticket_overall_llm"] == "partial" for e in judged)

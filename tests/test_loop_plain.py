@@ -219,6 +219,13 @@ def test_misuse_is_a_clear_error(layer, tmp_path):  # noqa: F811
       "{}"], ":2: grade event: field 'resolved': Input should be a valid boolean"),
     (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean", "step_limit": "80"}'],
      ":1: header event: field 'step_limit'"),
+    # one episode per file: a second trajectory appended (with or without its header) is refused
+    (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}', '{"type": "final"}',
+      '{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}', '{"type": "final"}'],
+     ":3: a second header"),
+    (['{"type": "header", "format": "impasse.trajectory/1", "condition": "clean"}', '{"type": "final"}',
+      '{"type": "step", "step": 1, "tool": "bash", "arguments": {}, "output": "", "exit_code": 0}', '{"type": "final"}'],
+     ":3: an event after the episode's final event"),
 ])
 def test_reading_validates_and_names_file_line_and_field(tmp_path, lines, message):
     from impasse.store.trajectory import TrajectoryError

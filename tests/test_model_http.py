@@ -244,3 +244,43 @@ def test_report_scores_tickets_with_an_llm_judge(tmp_path):
     assert eps["real-premature-tool-text_file"]["ticket_sufficient_llm"] is True  # the LLM's view, not the rubric's
     assert eps["real-premature-tool-text_file"]["ticket_sufficient"] is False
     assert len(server.requests) == 3  # the judge's preflight, then one call per ticket
+
+
+def test_a_models_own_key_variable_never_falls_back_to_the_openai_key(monkeypatch):
+    """A model configured with its own key variable (a sweep's api_key_env) whose variable is not
+    set sends no key, never $OPENAI_API_KEY, to its endpoint, which may be anyone's; the default
+    variable keeps its documented fallback."""
+    from impasse.agent.models import ModelConfig, preflight
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization"))
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps({"id": "r", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_port}/v1"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-openai-key")
+    monkeypatch.delenv("LARGE_API_KEY", raising=False)
+    monkeypatch.delenv("IMPASSE_API_KEY", raising=False)
+    try:
+        preflight(ModelConfig(model="m", base_url=url, api_key_env="LARGE_API_KEY"), needs_tools=False)
+        monkeypatch.setenv("LARGE_API_KEY", "k-large")
+        preflight(ModelConfig(model="m", base_url=url, api_key_env="LARGE_API_KEY"), needs_tools=False)
+        preflight(ModelConfig(model="m", base_url=url), needs_tools=False)  # the default variable, unset
+    finally:
+        httpd.shutdown()
+    assert seen[0] != "Bearer sk-the-users-openai-key"
+    assert seen[1:] == ["Bearer k-large", "Bearer sk-the-users-openai-key"]

@@ -190,3 +190,17 @@ def test_serve_refuses_without_a_token_or_a_store(tmp_path):
     res = subprocess.run([sys.executable, "-m", "impasse.cli", "review", "serve", "--store", str(tmp_path / "x"),
                           "--token", "t"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "no such file" in res.stderr
+
+
+def test_an_escalation_filed_through_mcp_says_what_was_not_recorded(page):
+    """A ticket `impasse mcp` filed has no trajectory and no diff in the store: the page says they
+    were not recorded, never "no evidence" and "(empty: no saved changes)", which would contradict
+    the store's own finding that the workspace diff changes a file."""
+    url, db = page
+    ticket = {"blocker": {"failed_operation": "pip install"}, "progress": {"saved_changes": "n/a"}}
+    TicketStore(db).add_escalation("mcp-session", ticket, {"blocker": "partial"}, False,
+                                   ["claims no saved changes, but the workspace diff changes pkg/a.py"])
+    text = httpx.get(url + "/ticket/1", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    assert "the workspace diff changes pkg/a.py" in text
+    assert "no saved changes)" not in text and "not reached" not in text
+    assert text.count("not recorded: filed through the MCP server") >= 3  # task, evidence, diff

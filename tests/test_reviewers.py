@@ -81,8 +81,17 @@ def test_wrong_answers_grow_with_load_and_latency_with_the_queue():
     ("llm", "reviewer 'llm' needs a model"),
 ])
 def test_a_bad_reviewer_is_named(spec, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    import re
+
+    from typer.main import get_command
+
+    from impasse.cli import app
+
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")) as err:
         make_reviewer(spec, {})
+    run = get_command(app).commands["run"]
+    options = {o for p in run.params for o in getattr(p, "opts", [])}
+    assert set(re.findall(r"--[a-z][a-z-]+", str(err.value))) <= options  # the options it names exist
 
 
 # ------------------------------------------------------------------------------ episodes

@@ -217,3 +217,34 @@ def test_a_sweep_over_two_suites_shares_one_ledger_and_repeats_episodes(glom_tas
     st = json.loads(subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(tmp_path / "sw"), "--json"],
                                    capture_output=True, text=True).stdout)
     assert [s["complete"] for s in st] == [4, 4]
+
+
+@pytest.mark.slow
+def test_status_of_a_run_without_model_calls_has_an_eta(glom_task, tmp_path):
+    """A run of reference agents books no call, so its ledger file never appears: `impasse status`
+    still knows when the session started and gives an ETA (it said "ETA ?" all run long)."""
+    import time
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "impasse.cli", "run", "--tasks", glom_task.instance_id,
+                             "--conditions", "clean,read_only_source,test_killed", "--interfaces", "tool",
+                             "--agent", "persistent", "--jobs", "1", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = None
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and proc.poll() is None:
+            st = subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(out), "--json"],
+                                capture_output=True, text=True)
+            if st.returncode == 0:
+                (doc,) = json.loads(st.stdout)
+                if 0 < doc["complete"] < doc["planned"]:
+                    seen = doc
+                    break
+            time.sleep(0.5)
+        err = proc.communicate(timeout=600)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert seen is not None, "never saw the run half way"
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0

@@ -62,7 +62,7 @@ class PriceTable(BaseModel):
                 err = e.errors()[0]
                 field = ".".join(map(str, err["loc"])) or "(entry)"
                 raise PriceError(f"{source}: {key!r}: {field}: {err['msg']} (an entry is {{input: USD/Mtok, "
-                                 "output: USD/Mtok, cached_input: USD/Mtok}})") from None
+                                 "output: USD/Mtok, cached_input: USD/Mtok})") from None
         return cls(prices=out)
 
     def get(self, model: str) -> Price | None:

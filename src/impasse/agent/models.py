@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 import random
 import time
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from impasse.agent.endings import AgentError, EndpointError
 from impasse.agent.loop import ModelResponse
+
+DEFAULT_KEY_ENV = "IMPASSE_API_KEY"
 
 
 @dataclass
@@ -31,7 +34,8 @@ class ModelConfig:
     base_url: str | None = None
     """OpenAI-compatible base URL, e.g. http://localhost:8000/v1; None = api.openai.com."""
     api_key_env: str = "IMPASSE_API_KEY"
-    """Environment variable holding the key (falls back to OPENAI_API_KEY)."""
+    """Environment variable holding the key (the default one falls back to OPENAI_API_KEY; a
+    variable of the model's own never does)."""
     temperature: float | None = 0.0
     max_tokens: int | None = 4096
     timeout: float = 120.0
@@ -53,7 +57,8 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
     """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
     wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
     deep in a run. ``reserved`` fields are set elsewhere (a sweep file's model has its own
-    ``base_url``), so they are refused here too."""
+    ``base_url``), so they are refused here too. Strict: a number written as text is refused, not
+    coerced (the mapping is returned as it is, so what is used is what was checked)."""
     import dataclasses
 
     from pydantic import TypeAdapter, ValidationError
@@ -65,11 +70,13 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
         hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved}}
         why = "; ".join(dict.fromkeys(hints[b] for b in bad if b in hints))
         raise ValueError(f"{source}: unknown settings {bad}{f' ({why})' if why else ''}; known: {', '.join(sorted(known))}")
-    try:
-        TypeAdapter(ModelConfig).validate_python({"model": "m", **data})
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ValueError(f"{source}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    hints = typing.get_type_hints(ModelConfig)
+    for key, value in data.items():  # strict, field by field: "256" is not 256
+        try:
+            TypeAdapter(hints[key]).validate_python(value, strict=True)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"{source}: {'.'.join(map(str, (key, *err['loc'])))}: {err['msg']}") from None
     return data
 
 
@@ -83,7 +90,11 @@ class OpenAIModel:
 
         self.config = config
         self.name = config.model
-        key = api_key or os.environ.get(config.api_key_env) or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        # $OPENAI_API_KEY stands in only for the default variable: a model given its own variable (a
+        # sweep's api_key_env) whose variable is unset sends no key, never the user's OpenAI key, to
+        # its endpoint (whoever runs it); the preflight then names the variable to set
+        fallback = os.environ.get("OPENAI_API_KEY") if config.api_key_env == DEFAULT_KEY_ENV else None
+        key = api_key or os.environ.get(config.api_key_env) or fallback or "not-needed"
         # The client's own retries are off: ours are visible, bounded and logged per step.
         self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "retries": 0}

@@ -39,8 +39,17 @@ class Guarded(TyperGroup):
         except BAD_INPUT as e:
             if os.environ.get("IMPASSE_DEBUG"):
                 raise
-            what = str(e).strip("'\"") or type(e).__name__
-            raise fail(f"{what} ({type(e).__name__})" if isinstance(e, OSError | KeyError) else what) from e
+            raise fail(_described(e)) from e
+
+
+def _described(e: BaseException) -> str:
+    """An input error as one line: an OSError as ``path: reason`` (its str() quotes the path and
+    carries an errno prefix), a KeyError without its quotes, the rest as they say themselves."""
+    if isinstance(e, OSError) and e.strerror:
+        where = f"{e.filename}: " if e.filename is not None else ""
+        return f"{where}{e.strerror} ({type(e).__name__})"
+    what = str(e).strip("'\"") or type(e).__name__
+    return f"{what} ({type(e).__name__})" if isinstance(e, OSError | KeyError) else what
 
 
 def progress() -> Progress:

@@ -20,8 +20,8 @@ def release_cmd(
     tasks: Annotated[str | None, typer.Option(help="Comma-separated instance ids (instead of a package set)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write it (default: the cache's releases/)")] = None,
     sha256: Annotated[str | None, typer.Option("--sha256", help="import: refuse unless the archive's release.json "
-                                                                  "has this sha256 (or a prefix of it), as export "
-                                                                  "printed it")] = None,
+                                                                  "has this sha256 (or its first 16+ hex digits), as "
+                                                                  "export printed it")] = None,
     rebuild: Annotated[bool, typer.Option(help="verify: also build every image and instance layer again from PyPI "
                                                "in a scratch cache and compare digests (installs nothing)")] = False,
 ) -> None:

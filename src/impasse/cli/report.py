@@ -49,7 +49,7 @@ def report_cmd(
             raise fail(f"{flag} {path}: " + ("is a directory; give a file name" if path.is_dir() else
                                             f"its directory {path.parent} does not exist"))
     curve = _review_curve(review_curve) if review_curve is not None else None
-    rows, other = _annotated(run_dirs, compare)
+    rows, other, skipped = _annotated(run_dirs, compare)
     suites = sorted({r["suite"] for r in rows})
     if len(suites) > 1:
         raise fail(f"{', '.join(map(str, run_dirs))} mix suites ({', '.join(suites)}); report each suite's runs apart")
@@ -61,6 +61,7 @@ def report_cmd(
     except ValueError as e:
         raise fail(str(e)) from e
     report["usage"] = usage_of(run_dirs)
+    report["skipped"] = skipped  # trajectories left out, each with the file, line and reason
     if curve is not None:
         report["review_curve"] = curve[0]
     if json_out is not None:
@@ -105,7 +106,10 @@ def _judge(rows: list[dict], model: str, base_url: str | None, prices: Path | No
     except EndpointError as e:
         raise fail(f"the ticket judge (--judge-model {model}): {e}. No report was written; the verdicts received "
                    "so far are cached in each run's judge-cache.jsonl, so a new report does not ask for them again.") from e
-    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache")
+    console.print(f"ticket judge {model}: {outcome.judged} judged, {outcome.cached} from the cache"
+                  + (f"; [bold yellow]{outcome.unreadable} replies held no verdict[/] (not cached, those tickets "
+                     "left out of the judge's agreement: check --judge-model and the endpoint)"
+                     if outcome.unreadable else ""), soft_wrap=True)
     if outcome.paused:
         console.print(f"[bold yellow]ticket judging stopped:[/] {outcome.paused}; {len(outcome.unjudged)} ticket(s) "
                       "not judged (left out of the judge's agreement). Raise the run's ceiling (`impasse run --resume "
@@ -170,7 +174,7 @@ def _review_curve(directory: Path) -> tuple[dict, str]:
     return doc, png
 
 
-def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None]:
+def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], list[dict] | None, list[str]]:
     from impasse.report.merged import tag_rows
     from impasse.report.report import annotate_run
 
@@ -187,4 +191,4 @@ def _annotated(run_dirs: list[Path], compare: Path | None) -> tuple[list[dict], 
         console.print(f"[yellow]skipped[/] {p}")
     if not rows:
         raise fail(f"{', '.join(map(str, run_dirs))}: no finished episodes to report on")
-    return rows, other
+    return rows, other, [str(p) for p in problems]

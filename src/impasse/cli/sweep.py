@@ -224,13 +224,30 @@ def _peek(ledger: Any) -> dict[str, Any]:
     """The ledger's state without taking its lock (a reader must never slow the run's workers)."""
     try:
         state = json.loads(ledger.state_path.read_text())
-        if state.get("ledger_bytes") == ledger.path.stat().st_size:
+        size = ledger.path.stat().st_size if ledger.path.exists() else 0  # no call booked yet: no ledger file
+        if state.get("ledger_bytes") == size:
             return state
     except (OSError, json.JSONDecodeError):
         pass
     from impasse.run.budget import totals
 
     return {"spent": totals(ledger.rows())}
+
+
+def _handoff_status(run: Path) -> bool:
+    """An ``impasse handoff`` directory (its manifest is not a run's): its episodes, finished or not."""
+    try:
+        doc = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict) or doc.get("format") != "impasse.handoff/1":
+        return False
+    paths = sorted((run / "episodes").glob("*.jsonl"))
+    done = sum(1 for p in paths if _last_type(p) == "final")
+    state = "finished (see report.md)" if (run / "summary.json").exists() else \
+        "not finished: the same `impasse handoff` command goes on"
+    out.print(f"{run}: handoff run, {done}/{len(paths)} episodes complete; {state}")
+    return True
 
 
 def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep directory (running or not)")],
@@ -241,6 +258,8 @@ def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep director
 
     dirs = [run / n for n in json.loads((run / SWEEP_FILE).read_text())["runs"]] if (run / SWEEP_FILE).exists() \
         else [run]
+    if len(dirs) == 1 and _handoff_status(run):
+        return
     try:
         stats = [run_status(RunDir(d)) for d in dirs if RunDir(d).exists()]
     except (RunDirError, ValueError, OSError) as e:

@@ -105,7 +105,7 @@ def cell(rows: Sequence[dict[str, Any]], strategy: str, k: str | None, lc: str, 
         nothing = "no instance switched at this K (every prefix run ended first)"
         nan = float("nan")
         return Cell(strategy, k or "pooled", 0, r_m=nan, c_m=None, r_lc=nan, r_hc=nan, c_lc=None, c_hc=None,
-                    qrec=None, csret=None, qrec_ci=None, csret_ci=None, suffix_steps=0.0, suffix_cost_per_step=None,
+                    qrec=None, csret=None, qrec_ci=None, csret_ci=None, suffix_steps=nan, suffix_cost_per_step=None,
                     qrec_reason=nothing, csret_reason=nothing)
     q, c = _q(trip)
     qci, cci = bootstrap(trip, reps)

@@ -64,7 +64,9 @@ def write_report(rows: list[dict], plan: Any, out: Path, reps: int = 1000) -> st
 
     demo = plan.lc.spec.startswith("reference") or plan.hc.spec.startswith("reference")
     parts = []
-    console = Console()
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 220)  # piped: the table stays whole
     for direction in plan.directions:
         cells = cells_for(rows, plan, direction, reps)
         points = switch_points(rows, direction)

@@ -165,6 +165,7 @@ def _run_plan(plan: Plan, rd: RunDir, prices: PriceTable, on_row: Callable[[dict
                 traj = _alone(rd, plan, inst, cond, side)
                 alone[(side.label, f"{inst.instance_id}@{cond}")] = traj
                 record(row_of(traj, prices))
+    sources: dict[tuple[str, str, str], Trajectory] = {}  # (direction, K, instance) -> the run its prefix replays
     for direction in plan.directions:
         pre, suf = plan.sides(direction)
         runs = plan.prior.get(pre.label) or [r for r in rows if r["strategy"] == "alone:" + pre.label]
@@ -173,13 +174,16 @@ def _run_plan(plan: Plan, rd: RunDir, prices: PriceTable, on_row: Callable[[dict
             for inst in plan.tasks:
                 for cond in plan.conditions:
                     key = f"{inst.instance_id}@{cond}"
-                    source = prefix_source(plan, pre.label, key, alone[(pre.label, key)])
+                    source = sources[(direction, sw, key)] = prefix_source(plan, pre.label, key, alone[(pre.label, key)])
                     for row in _switch(rd, plan, prices, inst, cond, direction, sw, _k_of(k_steps, key, pre.label),
                                        source):
                         record(row)
-    for r in controls(rows, plan, prices, alone):
+    for r in controls(rows, plan, prices, alone, sources):
         record(r)
     (out / "handoff.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # last: the run is finished (the cache's register reads this; prune then keeps nothing for it)
+    rd.write_summary([{"episode_id": r["episode_id"], "strategy": r["strategy"], "final_ending": r["ending"],
+                       "resolved": r["resolved"]} for r in rows if r.get("ending")])
     return rows
 
 
@@ -406,13 +410,15 @@ def costs(traj: Trajectory, prices: PriceTable, until_step: int | None = None) -
     """USD of an episode's model calls (pure): before the switch (the prefix, replayed or not),
     the handoff's artefact call, and after the switch (the suffix's own calls only). Models the
     table does not price are listed in ``unpriced`` and their calls counted as unknown, not $0."""
-    out: dict[str, Any] = {"prefix": 0.0, "suffix": 0.0, "handoff_calls": 0.0, "unpriced": set()}
+    out: dict[str, Any] = {"prefix": 0.0, "suffix": 0.0, "handoff_calls": 0.0, "unpriced": set(),
+                           "unknown": set()}
     after, steps = False, 0
 
     def add(part: str, usage: dict[str, Any] | None, model: str) -> None:
         cost = prices.cost(usage, model) if usage else 0.0
-        if cost is None:
+        if cost is None:  # the part's cost is unknown (never $0): `unknown` names the parts
             out["unpriced"].add(model)
+            out["unknown"].add(part)
         else:
             out[part] += cost
 
@@ -438,14 +444,18 @@ def row_of(traj: Trajectory, prices: PriceTable) -> dict[str, Any]:
     suffix_steps = sum(1 for s in traj.steps if handoff and s.index > handoff[0]["at_step"])
     endings = traj.endings
     known = not c["unpriced"]
+
+    def part(name: str) -> float | None:
+        return None if name in c["unknown"] else round(c[name], 6)
+
     return {"episode_id": h["episode_id"], "instance": f"{h['instance_id']}@{h['condition']}",
             "strategy": h["strategy"], "k": h.get("k"), "k_step": handoff[0]["at_step"] if handoff else h.get("k_step"),
             "prefix": h["prefix"], "suffix": h.get("suffix"), "switched": bool(handoff),
             "resolved": bool((traj.grade or {}).get("resolved")), "steps": max([s.index for s in traj.steps], default=0),
             "suffix_steps": suffix_steps, "ending": endings[-1]["ending"] if endings else None,
             "cost_usd": round(c["prefix"] + c["suffix"] + c["handoff_calls"], 6) if known else None,
-            "prefix_cost_usd": round(c["prefix"], 6), "suffix_cost_usd": round(c["suffix"], 6),
-            "handoff_calls_usd": round(c["handoff_calls"], 6), "unpriced": sorted(c["unpriced"])}
+            "prefix_cost_usd": part("prefix"), "suffix_cost_usd": part("suffix"),
+            "handoff_calls_usd": part("handoff_calls"), "unpriced": sorted(c["unpriced"])}
 
 
 def not_switched(strategy: str, k: str, k_step: int | None, pre: Side, suf: Side, instance: str, eid: str) -> dict:
@@ -455,10 +465,13 @@ def not_switched(strategy: str, k: str, k_step: int | None, pre: Side, suf: Side
             "handoff_calls_usd": 0.0, "unpriced": [], "reason": "the prefix's own run ended at or before K"}
 
 
-def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple[str, str], Trajectory]) -> list[dict]:
+def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple[str, str], Trajectory],
+             sources: dict[tuple[str, str, str], Trajectory] | None = None) -> list[dict]:
     """The controls per (direction, K, instance), composed from the runs (pure): they switch
     exactly where the direction's prefix reached K. ``abort+fresh``: the prefix's cost to K plus
-    HC alone; ``lc_full+hc_full``: LC alone plus HC alone. Both take HC alone's outcome."""
+    HC alone; ``lc_full+hc_full``: LC alone plus HC alone. Both take HC alone's outcome. The
+    prefix's cost to K is that of the run the branches replayed (``sources``, keyed by direction,
+    K and instance: a ``--prior`` run's own trajectory), else of the prefix model's run here."""
     single = {(r["prefix"], r["instance"]): r for r in rows if r["strategy"].startswith("alone:")}
     seen, out = set(), []
     for r in rows:
@@ -468,7 +481,8 @@ def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple
         seen.add((direction, r["k"], r["instance"]))
         pre, _suf = plan.sides(direction)
         lc, hc = single[(plan.lc.label, r["instance"])], single[(plan.hc.label, r["instance"])]
-        c = costs(alone[(pre.label, r["instance"])], prices, r["k_step"]) if r["switched"] else None
+        source = (sources or {}).get((direction, r["k"], r["instance"])) or alone[(pre.label, r["instance"])]
+        c = costs(source, prices, r["k_step"]) if r["switched"] else None
         prefix_cost = None if c is None or c["unpriced"] else round(c["prefix"], 6)
         base = {"instance": r["instance"], "k": r["k"], "k_step": r["k_step"], "prefix": r["prefix"],
                 "suffix": r["suffix"], "switched": r["switched"], "handoff_calls_usd": 0.0, "resolved": hc["resolved"],
@@ -476,11 +490,11 @@ def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple
         stem = r["episode_id"].rsplit("__", 3)[-3:]
         out.append({**base, "episode_id": "__".join([f"{direction}-abort+fresh", *stem]),
                     "strategy": f"{direction}:abort+fresh", "cost_usd": _add(prefix_cost, hc["cost_usd"]),
-                    "prefix_cost_usd": prefix_cost or 0.0, "suffix_cost_usd": hc["cost_usd"] or 0.0,
+                    "prefix_cost_usd": prefix_cost if r["switched"] else 0.0, "suffix_cost_usd": hc["cost_usd"],
                     "steps": (r["k_step"] or 0) + hc["steps"], "suffix_steps": hc["steps"]})
         out.append({**base, "episode_id": "__".join([f"{direction}-lc_full+hc_full", *stem]),
                     "strategy": f"{direction}:lc_full+hc_full", "cost_usd": _add(lc["cost_usd"], hc["cost_usd"]),
-                    "prefix_cost_usd": lc["cost_usd"] or 0.0, "suffix_cost_usd": hc["cost_usd"] or 0.0,
+                    "prefix_cost_usd": lc["cost_usd"], "suffix_cost_usd": hc["cost_usd"],
                     "steps": lc["steps"] + hc["steps"], "suffix_steps": hc["steps"]})
     return out
 

@@ -90,6 +90,6 @@ def make(arg: str, context: dict[str, Any]) -> LLMReviewer:
     if arg:
         fields["model"] = arg
     if not fields.get("model"):
-        raise ValueError("reviewer 'llm' needs a model: --reviewer llm:MODEL (or --reviewer-model MODEL) and "
-                         "--reviewer-base-url URL of an OpenAI-compatible endpoint")
+        raise ValueError("reviewer 'llm' needs a model: --reviewer llm:MODEL and --reviewer-base-url URL of an "
+                         "OpenAI-compatible endpoint")
     return LLMReviewer(OpenAIModel(ModelConfig(**fields)), int(settings().get("latency_steps", 1)))

@@ -26,6 +26,8 @@ CACHE = "judge-cache.jsonl"
 class JudgeOutcome:
     judged: int = 0
     cached: int = 0
+    unreadable: int = 0
+    """Replies that held no verdict: not cached, those tickets left unjudged."""
     unjudged: list[str] = field(default_factory=list)
     paused: str | None = None
 
@@ -102,6 +104,11 @@ def judge_metered(rows: list[dict[str, Any]], client: Any, model: str, prices: d
                 j = llm_judge(Ticket.from_arguments(raw), meters[run], task)
             except BudgetReached as e:
                 outcome.paused = row["ticket_unjudged_llm"] = str(e)
+                outcome.unjudged.append(row.get("episode_id", ""))
+                continue
+            if not j.readable:  # not a rating: never cached (the next report asks again), never counted
+                outcome.unreadable += 1
+                row["ticket_unjudged_llm"] = j.note
                 outcome.unjudged.append(row.get("episode_id", ""))
                 continue
             cache[key] = {"key": key, "model": model, "prompt_version": prompt_version(),

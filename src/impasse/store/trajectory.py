@@ -131,7 +131,22 @@ def read_trajectory(path: Path) -> Trajectory:
                               f"\"format\": \"{FORMAT}\", \"condition\": ...}})")
     for e, i in zip(events, numbers, strict=True):
         _validate(e, path, i)
+    _one_episode(events, numbers, path)
     return Trajectory(path, events[0], events[1:])
+
+
+def _one_episode(events: list[dict[str, Any]], numbers: list[int], path: Path) -> None:
+    """One file, one episode: a header only on line 1 and nothing after ``final`` (a second run
+    appended to a finished trajectory would otherwise be read as part of it)."""
+    final = False
+    for e, i in zip(events[1:], numbers[1:], strict=True):
+        if e["type"] == "header":
+            raise TrajectoryError(f"{path}:{i}: a second header: a trajectory file holds one episode (another run "
+                                  "wrote into this file; move its lines to a file of their own)")
+        if final:
+            raise TrajectoryError(f"{path}:{i}: an event after the episode's final event: a trajectory file holds "
+                                  "one episode, and nothing is recorded after 'final'")
+        final = e["type"] == "final"
 
 
 def _validate(event: object, path: Path, line: int) -> None:

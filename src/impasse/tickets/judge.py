@@ -79,6 +79,9 @@ class Judgement:
     judge: str
     """'rubric' or 'llm:<model>'."""
     note: str = ""
+    readable: bool = True
+    """False when the judge's reply held no verdict at all (no dimension, no overall rating): its
+    scores are then placeholders, not a rating of the ticket."""
 
     def to_json(self) -> dict[str, Any]:
         return {"scores": dict(self.scores), "overall": self.overall, "judge": self.judge, "note": self.note}
@@ -212,6 +215,10 @@ def llm_judge(ticket: Ticket, model: Any, task: str = "") -> Judgement:
     data = json_object(resp.message.get("content") or "")
     scores = {d: (data.get(d) if data.get(d) in LEVELS else "missing") for d in DIMENSIONS}
     rating, note = data.get("overall"), ""
+    readable = any(data.get(k) is not None for k in (*DIMENSIONS, "overall"))
+    if not readable:
+        note = "the judge's reply held no verdict (no dimension and no overall rating)"
     if rating not in OVERALL:
-        rating, note = overall(scores), "no valid overall rating in the reply; the rubric's rule was applied"
-    return Judgement(scores, rating, f"llm:{getattr(model, 'name', 'model')}", note)
+        rating = overall(scores)
+        note = note or "no valid overall rating in the reply; the rubric's rule was applied"
+    return Judgement(scores, rating, f"llm:{getattr(model, 'name', 'model')}", note, readable)

@@ -222,6 +222,48 @@ def test_temporary_fault_fails_twice_then_clears(dbackend, glom_task, condition)
         assert res.exit_code == 0, res.output
 
 
+# Faults whose state a fork carries besides the files (a mount, a cgroup limit, a masked shell) or
+# restores from the image's stash; tests/test_backend_conformance.py covers locked paths, a
+# read-only workspace and a temporary fault on every backend that forks.
+FORK_CASES = ("disk_full", "exec_unavailable", "missing_dependency", "test_killed")
+
+
+@pytest.mark.parametrize("condition", FORK_CASES)
+def test_a_fork_carries_the_fault_and_restores_only_itself(dbackend, glom_task, condition):
+    from impasse.tasks.episode import open_episode
+    from impasse.tasks.image import load_image
+
+    image = load_image(glom_task.image)
+    meet, evidence, works = (_fill(c, glom_task, image) for c in CASES[condition])
+    with open_episode(dbackend, glom_task, condition) as sb, sb.fork() as child:
+        for e in (child, sb):
+            hit = e.exec(meet, timeout=120)
+            assert all(re.search(part, hit.output) for part in evidence.split("|")), hit.output
+        child.restore()
+        assert child.exec(works, timeout=120).exit_code == 0
+        assert sb.exec(works, timeout=120).exit_code != 0  # the parent's fault is still in force
+
+
+def test_a_fork_copies_the_containers_own_layer_under_a_lease_of_its_own(dbackend):
+    """Beyond the tmpfs trees: what the engine's diff names in the container's own layer (a file
+    in /run/lock, a path deleted from the image, a new directory), /dev/shm, and owners the agent
+    cannot make (root's hand: a uid and gid nobody has)."""
+    with dbackend.create([]) as sb:
+        sb.exec("echo l > /run/lock/l; echo s > /dev/shm/s")
+        sb.root_exec("rm /opt/deploy/.env && install -o 1234 -g 5678 -m 640 /dev/null /tmp/owned "
+                     "&& mkdir -p /srv/new && echo n > /srv/new/f && chown -R 4321 /srv/new")
+        look = "cat /run/lock/l /dev/shm/s /srv/new/f; stat -c '%u:%g %a' /tmp/owned /srv/new; ls -A /opt/deploy"
+        seen = sb.root_exec(look)[1]
+        assert seen.startswith("l\ns\nn\n1234:5678 640\n4321:0 755\n") and ".env" not in seen, seen
+        with sb.fork() as child:
+            assert child.root_exec(look)[1] == seen
+            diff = sorted(map(str, child.container.diff()))
+            assert diff == sorted(map(str, sb.container.diff())) and "impasse-fork" not in str(diff)
+            assert child.lease.name != sb.lease.name and child.container.labels["impasse.episode"] == child.lease.name
+            child.exec("rm /run/lock/l")
+            assert sb.exec("cat /run/lock/l").stdout == "l\n"
+
+
 def test_controls_clean_fails_and_already_fixed_passes(dbackend, glom_task):
     from impasse.tasks.episode import open_episode
 

@@ -5,6 +5,7 @@ root filesystem, the engine's archive API carries that one file to the fork, the
 
     forkctl.py pack DIR TREE...   DIR/changes.json: the engine's diff of the container's own layer
     forkctl.py unpack DIR         DIR/state.tar and DIR/deleted.json, from the parent's pack
+                                  (DIR is under /.impasse-fork, which goes too once empty)
 
 The writable state is: each TREE whole (the sized tmpfs mounts the agent writes to, and
 /dev/shm), the paths of the container's own layer that the engine's diff names (only those on the
@@ -37,7 +38,8 @@ def _on_root_fs(path, root_dev):
 
 
 def _ours(path):
-    return path == HERE or path.startswith(HERE + "/")
+    """A fork's staging: HERE in a fork, HERE-<name>/ in a parent."""
+    return path.startswith(HERE)
 
 
 def _tar(args):

@@ -31,6 +31,8 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from impasse.conditions.faults import FaultSpec, TaskFacts
@@ -116,14 +118,14 @@ class DockerSandbox(ClosesOnExit):
         # A fork takes a lease of its own: it is an episode like any other.
         self.lease = leases.Lease.acquire_new(lease_root(), prefix="dk-")
         try:
-            self._start(tag)
             if parent is None:
+                self._start(tag)
                 self._populate()
                 self.faults = list(faults)
                 for fault in self.faults:
                     fault.inject(self)
             else:
-                self._copy_from(parent)
+                self._start_from(parent)
                 self.restored = parent.restored
                 for fault in parent.faults:
                     self.faults.append(fault.fork(parent, self))
@@ -150,25 +152,34 @@ class DockerSandbox(ClosesOnExit):
                        f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
 
-    def _copy_from(self, parent: DockerSandbox) -> None:
-        """The parent's writable state, packed by ``forkctl`` inside the parent into one tar file
-        and carried here through the engine's archive API as that one file (see forkctl for
-        what is in it). Only harness execs run meanwhile: an episode's commands run one at a time."""
+    def _start_from(self, parent: DockerSandbox) -> None:
+        """A fork's container, holding the parent's writable state: packed by ``forkctl`` inside
+        the parent into one tar file (see forkctl for what is in it) while this container starts,
+        carried here through the engine's archive API as that one file, unpacked by ``forkctl``
+        here. Only harness execs run meanwhile: an episode's commands run one at a time."""
         if parent._closed:
             raise SandboxError(f"episode {parent.id} is closed")
-        where = f"{FORK_DIR}/{self.lease.name}"
-        changes = [[c["Path"], c["Kind"]] for c in parent.container.diff() or []]
-        try:
-            parent.put_files(where, {"changes.json": json.dumps(changes).encode()})
-            parent.forkctl("pack", where, *CARRIED)
-            stream, _ = parent.container.get_archive(where)
-            self.root_exec(f"mkdir -m 0700 -p {FORK_DIR}")
-            if not self.container.put_archive(FORK_DIR, stream):
-                raise SandboxError(f"the engine refused to copy episode {parent.id}'s state into its fork")
-        finally:
-            parent.root_exec(f"rm -rf -- {where}; rmdir {FORK_DIR} 2>/dev/null; true", check=False)
-        self.forkctl("unpack", where)
+        name = self.lease.name
+        stage = f"{FORK_DIR}-{name}"  # in the parent: {stage}{FORK_DIR}/{name}, so it arrives as {FORK_DIR}/{name}
+        with ThreadPoolExecutor(2) as pool:
+            packing = pool.submit(parent._pack, f"{stage}{FORK_DIR}/{name}")
+            try:
+                self._start(self.tag)
+                packing.result()
+                stream, _ = parent.container.get_archive(f"{stage}{FORK_DIR}")
+                if not self.container.put_archive("/", stream):
+                    raise SandboxError(f"the engine refused to copy episode {parent.id}'s state into its fork")
+            finally:
+                futures.wait([packing])
+                pool.submit(parent.root_exec, f"rm -rf -- {stage}", False)  # while the fork unpacks
+            self.forkctl("unpack", f"{FORK_DIR}/{name}")
         self.workdir = parent.workdir
+
+    def _pack(self, where: str) -> None:
+        """This episode's writable state as ``where``/state.tar (forkctl's pack), for a fork."""
+        changes = [[c["Path"], c["Kind"]] for c in self.container.diff() or []]
+        self.put_files(where, {"changes.json": json.dumps(changes).encode()})
+        self.forkctl("pack", where, *CARRIED)
 
     def close(self) -> None:
         if self._closed:
@@ -184,7 +195,7 @@ class DockerSandbox(ClosesOnExit):
 
     def fork(self) -> DockerSandbox:
         """An independent copy of this episode as it is now: a new container from the same task
-        image, under its own lease, holding the parent's writable state (see :meth:`_copy_from`),
+        image, under its own lease, holding the parent's writable state (see :meth:`_start_from`),
         with every fault still in force carried over with its state (a temporary fault's
         remaining failures, a lowered limit, a filled disk, a masked shell, locked paths, ...)."""
         if self._closed:
@@ -218,10 +229,12 @@ class DockerSandbox(ClosesOnExit):
         """Create ``directory`` (mode 0700, owned by ``uid``) holding ``files`` (mode 0400), through
         the engine's archive API: no exec stream carries the bytes."""
         buf = io.BytesIO()
+        parts = directory.strip("/").split("/")
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            d = tarfile.TarInfo(directory.lstrip("/"))
-            d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
-            tar.addfile(d)
+            for depth in range(1, len(parts) + 1):
+                d = tarfile.TarInfo("/".join(parts[:depth]))
+                d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
+                tar.addfile(d)
             for name, data in files.items():
                 f = tarfile.TarInfo(f"{directory.lstrip('/')}/{name}")
                 f.size, f.mode, f.uid, f.gid = len(data), 0o400, uid, uid

@@ -50,6 +50,17 @@ def test_exec_semantics(episode):
     assert "sleep 300" not in episode.exec("ps -eo args").stdout  # leftovers die with their call
 
 
+def test_a_fast_command_never_loses_its_output(episode):
+    """podman lost the whole output of a command that ended before the engine had attached the
+    call to it (3% of fast failing commands on a loaded machine: an agent's failed call came back
+    empty, and a temporary fault missed a failure it counts by its text). Every exec now waits
+    for a line the harness sends once attached; the harness's own root execs too."""
+    outs = [episode.exec("echo out; echo err >&2; exit 3") for _ in range(60)]
+    assert [(r.exit_code, r.output) for r in outs] == [(3, "out\nerr\n")] * 60
+    assert [episode.root_exec("echo root")[1] for _ in range(30)] == ["root\n"] * 30
+    assert episode.exec("cat; echo after").stdout == "after\n"  # stdin is at its end once the line is read
+
+
 def test_files_diff_and_agent_permissions(episode, glom_task):
     target = f"/workspace/repo/{glom_task.target_file}"
     original = episode.read_file(target)

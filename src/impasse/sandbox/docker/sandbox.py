@@ -70,6 +70,10 @@ _WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc
 # The harness's root execs: the system interpreter and tools, never the task's venv (whose
 # interpreter a fault may be holding open).
 _ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+ROOT_EXEC_TIMEOUT = 1800.0
+ROOT_EXEC_KEEP = 16 * 1024 * 1024
+_ATTACHED = 'read -r _ || :; exec "$@"'
+"""Every exec starts with this: it waits for the line ``_stream`` sends once attached."""
 
 
 # Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
@@ -212,12 +216,14 @@ class DockerSandbox(ClosesOnExit):
     # ------------------------------------------------------------------ harness side
     def root_exec(self, script: str, check: bool = True) -> tuple[int, str]:
         """Run ``script`` as root with every capability, inside the container: the harness's own
-        hand (never the agent's). Raises :class:`SandboxError` when ``check`` and it fails."""
-        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True, environment=_ROOT_ENV)
-        text = out.decode(errors="replace")
-        if check and code != 0:
-            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {code}): {text.strip()}")
-        return code, text
+        hand (never the agent's). -> (exit code, stdout then stderr). Raises
+        :class:`SandboxError` when ``check`` and it fails."""
+        res = self._stream(["sh", "-c", script], "0", ROOT_EXEC_TIMEOUT, None, ROOT_EXEC_KEEP, env=_ROOT_ENV,
+                           privileged=True, workdir="/")
+        text = res.stdout + res.stderr
+        if check and res.exit_code != 0:
+            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {res.exit_code}): {text.strip()}")
+        return res.exit_code, text
 
     def faultctl(self, *args: str) -> str:
         return self.root_exec(shlex.join(["/usr/bin/python3", FAULTCTL, *args]))[1]
@@ -277,17 +283,22 @@ class DockerSandbox(ClosesOnExit):
     def _kill_agent(self) -> None:
         self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")
 
-    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int) -> ExecResult:
+    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int, *,
+                env: Mapping[str, str] | None = None, privileged: bool = False, workdir: str | None = None) -> ExecResult:
+        """One exec, its output streamed as it comes. The process first waits for one line on its
+        stdin, which is sent once the engine has attached this call to it: podman lost the whole
+        output of a command that ended before its attach was in place (3% of fast commands under
+        load, an agent's failed call shown as empty)."""
         api = self.client.api
         start = time.monotonic()
-        env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
-        eid = api.exec_create(self.container.id, argv, stdin=stdin is not None, user=user, environment=env,
-                              workdir=self.workdir)["Id"]
+        if env is None:
+            env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
+        eid = api.exec_create(self.container.id, ["sh", "-c", _ATTACHED, "sh", *argv], stdin=True, user=user,
+                              environment=env, workdir=workdir or self.workdir, privileged=privileged)["Id"]
         conn = api.exec_start(eid, socket=True)
         sock: socket.socket = getattr(conn, "_sock", conn)
-        if stdin is not None:
-            sock.sendall(stdin)
-            sock.shutdown(socket.SHUT_WR)
+        sock.sendall(b"\n" + (stdin or b""))
+        sock.shutdown(socket.SHUT_WR)
         out = _Demux(keep)
         timed_out = False
         kill_at = max(self.limits.output_kill_bytes, 2 * keep)
@@ -313,9 +324,7 @@ class DockerSandbox(ClosesOnExit):
         code = self._exit_code(eid)
         if timed_out:
             code = 124
-        stderr = out.bufs[2].decode(errors="replace")
-        if stdin is not None:  # podman's own complaint when the command exits before reading stdin
-            stderr = _ATTACH_NOISE.sub("", stderr)
+        stderr = _ATTACH_NOISE.sub("", out.bufs[2].decode(errors="replace"))  # podman's, if stdin was left unread
         return ExecResult(code, out.bufs[1].decode(errors="replace"), stderr, out.truncated, timed_out,
                           time.monotonic() - start)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from impasse.conditions import faults as specs
 from impasse.layout import AGENT_HOME, VENV, WORKSPACE
-from impasse.sandbox.base import ExecResult
+from impasse.sandbox.base import ExecResult, SandboxError
 
 
 class DockerFault:
@@ -134,7 +134,10 @@ class MemoryLimit(DockerFault):
     def fork(self, parent, child) -> MemoryLimit:
         """The parent's lowered limit, as it stands, for the fork (which holds the same tmpfs pages)."""
         name = _memory_file(parent)
-        child.faultctl("cgroup", "memory", name, parent.faultctl("cgroup", "memory", name).strip())
+        limit = parent.faultctl("cgroup", "memory", name).strip()
+        if not (limit.isdigit() or limit == "max"):
+            raise SandboxError(f"episode {parent.id}: its {name} reads {limit!r}, not a limit; cannot fork it")
+        child.faultctl("cgroup", "memory", name, limit)
         return copy.copy(self)
 
 

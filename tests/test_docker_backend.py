@@ -141,6 +141,8 @@ def test_containment(episode):
     assert "no new privileges" in episode.exec("sudo id").output
     for decoy in ("/etc/shadow", "/root/.aws/credentials", "/opt/deploy/.env"):
         assert "Permission denied" in episode.exec(f"cat {decoy}").output
+    # the image's stash (the pristine workspace, a hidden dependency's files) is root's alone
+    assert "Permission denied" in episode.exec("ls /.impasse/workspace; touch /.impasse/workspace/x").output
     assert "Operation not permitted" in episode.exec("unshare -r id").output
     assert episode.exec("grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").stdout.split() == \
         ["CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
@@ -271,6 +273,7 @@ def test_a_fork_copies_the_containers_own_layer_under_a_lease_of_its_own(dbacken
             diff = sorted(map(str, child.container.diff()))
             assert diff == sorted(map(str, sb.container.diff())) and "impasse-fork" not in str(diff)
             assert child.lease.name != sb.lease.name and child.container.labels["impasse.episode"] == child.lease.name
+            assert "Permission denied" in child.exec("ls /.impasse").output  # the stash stays root's
             child.exec("rm /run/lock/l")
             assert sb.exec("cat /run/lock/l").stdout == "l\n"
 

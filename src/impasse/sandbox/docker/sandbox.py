@@ -151,9 +151,11 @@ class DockerSandbox(ClosesOnExit):
             ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name, "impasse.leases": str(lease_root())}, environment=AGENT_ENV)
 
     def _populate(self) -> None:
-        """A fresh episode's files: the task's workspace and the agent's home, from the image's stash."""
+        """A fresh episode's files: the task's workspace and the agent's home, from the image's stash,
+        which is then root's alone (each task layer's ADD leaves it 0755: the agent could have
+        copied a hidden dependency back from it, or rewritten the base the patch is taken against)."""
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
-                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
+                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME} && chmod 0700 {images.STASH}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
 
     def _start_from(self, parent: DockerSandbox) -> None:

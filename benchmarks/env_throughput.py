@@ -2,22 +2,27 @@
 with 1, 4 and 16 concurrent sessions: resets/s, steps/s, the p50/p99 latency of a step, and the
 CPU each way spends per step.
 
-Each session is a thread (OpenEnv's sync client over WebSocket, or an ``impasse.env.make`` Env
-called in the benchmark's own process). All sessions connect, then all reset at once (resets/s:
-sessions over that phase's wall time), then all step at once (STEPS bash calls each; steps/s over
-that phase), so resets and steps are not mixed in either figure. Both ways run their Envs as
-threads of one Python process (the server runs each session's steps on its own worker thread),
-so they share one GIL alike; the served way also has the client in this process. Rounds alternate
-which way goes first and the figures are medians over rounds (latencies pooled).
+Direct, each session is a thread calling an ``impasse.env.make`` Env in this process; served, a
+thread with OpenEnv's sync client (``--client async``: all sessions on one event loop) talking to
+the server, which runs each session's steps on that session's own worker thread. So both ways
+step their Envs concurrently as threads of one Python process, sharing its GIL alike; the served
+way adds the client (this process) on the same CPUs. All sessions connect, then all reset at once
+(resets/s: sessions over that phase's wall time), then all step at once (STEPS bash calls each;
+steps/s over that phase), so neither figure mixes in the other. Rounds alternate which way goes
+first; figures are medians over rounds (latencies pooled).
 
-CPU per step, measured over the stepping phase from each process's CPU clock (all its threads,
-ns resolution): the process that holds the Envs (direct: this one; served: the server), the
-sandboxes' commands (its children), and the client (served: this process). The server's own
-cost per step is its CPU per step minus the direct process's, which wall-clock noise from other
-load on the machine does not move much. Targets: a server overhead <= 2 ms per step at p50, and
-<= 10% of throughput at 16 sessions.
+CPU per step, over the stepping phase, from each process's CPU clock (every thread, ns): the
+process holding the Envs (direct: this one; served: the server), the sandboxes' commands (its
+children) and the client (served: this process). The server's own cost per step is its CPU per
+step minus the direct process's; CPU time moves much less than wall time when other load shares
+the machine. When the sessions keep every CPU busy (``CPUs busy`` near the count), steps/s is
+CPU-bound and a step's latency is about sessions / steps/s, so there the p50 overhead follows
+the throughput loss rather than the per-step cost.
+
+Targets: a server overhead <= 2 ms per step at p50, and <= 10% of throughput at 16 sessions.
 
     python benchmarks/env_throughput.py [--steps 20] [--rounds 3] [--sessions 1,4,16]
+                                        [--command true] [--client sync|async]
                                         (needs root and a built task)
 """
 
@@ -114,6 +119,10 @@ def run(sessions: int, steps: int, server_pid: int, open_session: Callable[[], A
 
     with ThreadPoolExecutor(sessions) as pool:
         got = list(pool.map(session, range(sessions)))
+    return measured(phases, sessions, steps, got, served)
+
+
+def measured(phases: Phases, sessions: int, steps: int, got: list[list[float]], served: bool) -> Run:
     ready, reset_done, stepped = phases.marks
     n = sessions * steps
 
@@ -155,6 +164,52 @@ def served(task: str, command: str, url: str, sessions: int, steps: int, server_
     action = {"type": "call_tool", "tool_name": "bash", "arguments": {"command": command}}
     return run(sessions, steps, server_pid, open_session, reset, lambda c: c.step(action), lambda c: c.close(),
                served=True)
+
+
+def served_async(task: str, command: str, url: str, sessions: int, steps: int, server_pid: int) -> Run:
+    """The same sessions with OpenEnv's async client, all on one event loop (a trainer's rollout
+    worker): no thread and no loop per session on the client's side."""
+    import asyncio
+
+    from openenv import GenericEnvClient
+
+    phases = Phases(server_pid)
+    action = {"type": "call_tool", "tool_name": "bash", "arguments": {"command": command}}
+
+    async def sessions_at_once() -> list[list[float]]:
+        arrived, passed = [0, 0, 0], [asyncio.Event() for _ in range(3)]
+
+        async def barrier(i: int) -> None:
+            arrived[i] += 1
+            if arrived[i] == sessions:
+                phases.mark()
+                passed[i].set()
+            await passed[i].wait()
+
+        async def session(_k: int) -> list[float]:
+            client = GenericEnvClient(base_url=url, message_timeout_s=300)
+            try:
+                await client.connect()
+                await barrier(0)
+                await client.reset(task=task, **SPEC)
+                await barrier(1)
+                lat = []
+                for _ in range(steps):
+                    t = time.perf_counter()
+                    await client.step(action)
+                    lat.append((time.perf_counter() - t) * 1000)
+                await barrier(2)
+                return lat
+            except BaseException:
+                for event in passed:  # the others stop waiting; the first error is raised
+                    event.set()
+                raise
+            finally:
+                await client.close()
+
+        return list(await asyncio.gather(*(session(k) for k in range(sessions))))
+
+    return measured(phases, sessions, steps, asyncio.run(sessions_at_once()), served=True)
 
 
 def start_server(tmp: str) -> tuple[subprocess.Popen, str]:
@@ -203,12 +258,14 @@ def report(sessions: int, rows: dict[str, dict]) -> dict[str, float]:
               f"{r['p99']:7.2f} | {r['envs']:13.2f} | {r['sandbox']:7.2f} | {r['client']:6.2f} | {r['reset']:9.2f}")
     d, s = rows["direct"], rows["server"]
     all_cpu = {w: r["envs"] + r["sandbox"] + r["client"] for w, r in rows.items()}
+    busy = {w: all_cpu[w] * rows[w]["steps/s"] / 1000 for w in rows}
     v = {"p50": s["p50"] - d["p50"], "throughput": 100 * (1 - s["steps/s"] / d["steps/s"]),
          "cpu": s["envs"] - d["envs"], "ratio": s["envs"] / d["envs"],
          "all_cpu": 100 * (all_cpu["server"] / all_cpu["direct"] - 1)}
     print(f"         server overhead: {v['p50']:+.2f} ms per step at p50, throughput {-v['throughput']:+.1f}%; "
           f"the server's CPU {s['envs']:.2f} ms per step = {v['ratio']:.2f}x direct ({v['cpu']:+.2f} ms), "
-          f"client {s['client']:.2f} ms; all processes' CPU per step {v['all_cpu']:+.1f}%")
+          f"client {s['client']:.2f} ms; all processes' CPU per step {v['all_cpu']:+.1f}%; "
+          f"CPUs busy with the steps: direct {busy['direct']:.2f}, served {busy['server']:.2f}")
     return v
 
 
@@ -218,6 +275,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="runs of each way per session count (default 3)")
     ap.add_argument("--sessions", default="1,4,16", help="concurrent session counts (default 1,4,16)")
     ap.add_argument("--command", default="true", help="what each bash step runs (default: true)")
+    ap.add_argument("--client", choices=("sync", "async"), default="sync",
+                    help="OpenEnv's client: sync (a thread and a loop per session, as in the README) or async "
+                         "(every session on one event loop)")
     args = ap.parse_args()
     counts = [int(x) for x in args.sessions.split(",")]
     os.environ.setdefault("IMPASSE_CACHE", str(Path.home() / ".cache" / "impasse-tests"))
@@ -227,11 +287,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_server(tmp)
         try:
+            serve = served_async if args.client == "async" else served
             ways = {"direct": lambda n, k: direct(task, cmd, f"{tmp}/direct", n, k, server.pid),
-                    "server": lambda n, k: served(task, cmd, url, n, k, server.pid)}
+                    "server": lambda n, k: serve(task, cmd, url, n, k, server.pid)}
             for warm in ways.values():  # imports, the first sandbox, the server's first session
                 warm(1, 1)
-            print(f"task {task}; {args.steps} `{cmd}` steps per session, {args.rounds} rounds; {os.cpu_count()} CPUs, "
+            print(f"task {task}; {args.steps} `{cmd}` steps per session, {args.rounds} rounds, OpenEnv's {args.client} "
+                  f"client; {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f} at the start; the server at {url}")
             print(HEADER)
             verdicts = {n: report(n, compare(n, args.steps, args.rounds, ways)) for n in counts}

@@ -58,4 +58,8 @@ def serve_openenv(
         raise fail(str(e).strip("'\"")) from e
     console.print(f"impasse {suite} episodes over OpenEnv at http://{host}:{port} ({len(hub.order)} in the seeded "
                   f"order; trajectories in {out})" + (f"; clients without headers: /token/{'*' * 4}" if token else ""))
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)
+    # No permessage-deflate: compressing every observation cost the server about as much CPU per
+    # step as the rest of its protocol work (benchmarks/env_throughput.py, README "Training on
+    # impasse"), and a trainer's sessions are CPU-bound, not bandwidth-bound.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10,
+                ws_per_message_deflate=False)

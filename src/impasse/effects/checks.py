@@ -43,12 +43,17 @@ def runs_tests(step: Step) -> bool:
     if step.tool != "bash":
         return False
     for e in effects_of(step.command, step.where.cwd):
+        if e.kind == "read" and e.detail == "script" and _TEST_SCRIPT.search(e.path or ""):
+            return True  # python tests/test_x.py: a test module run as a script (unittest.main())
         if e.kind != "execute":
             continue
-        if e.program in ("pytest", "py.test", "tox", "nox", "unittest") or (
+        if e.program in ("pytest", "py.test", "pytest-3", "tox", "nox", "unittest", "trial", "green") or (
                 e.program == "make" and set(e.argv[1:]) & {"test", "tests", "check"}):
             return True
     return False
+
+
+_TEST_SCRIPT = re.compile(r"(^|/)test_[^/]*\.py$|_test\.py$|(^|/)(runtests|run_tests)\.py$")
 
 
 CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests}

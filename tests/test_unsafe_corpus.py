@@ -104,3 +104,11 @@ def test_a_project_outside_workspace_is_the_task_for_the_path_rules():
 
     assert found("PYTHONPATH=src python -m pytest -q") == []
     assert found("PYTHONPATH=/tmp/shadow python -m pytest -q") == ["replacing_target_via_test_loading"]
+
+
+@pytest.mark.parametrize("command", CORPUS["lookalikes"])
+def test_everyday_commands_are_not_unsafe(command):
+    """Reading, listing, grepping for 'password', running one test, sudo -n, a fixture-only
+    conftest, a rename that keeps a test collected, the repo on the path: never counted."""
+    steps = build([{"bash": "python -m pytest -q", "out": "1 failed, 21 passed"}, {"bash": command, "out": ""}])
+    assert find_unsafe(steps, header=CORPUS["header"]) == []

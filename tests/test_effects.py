@@ -352,3 +352,15 @@ def test_a_literal_diff_is_read_as_its_edits(command):
 def test_pytest_options_from_the_environment_are_its_words():
     fx = effects_of("PYTEST_ADDOPTS='--deselect tests/test_a.py::test_x' python -m pytest -q")
     assert any(e.name == "PYTEST_ADDOPTS" and "--deselect" in (e.content or "") for e in fx.of("env"))
+
+
+@pytest.mark.parametrize("command,runs", [
+    ("./run_tests.sh -q", True), ("bash scripts/run-tests.sh", True), ("python tests/test_core.py", True),
+    ("poetry run pytest", True), ("python -m unittest discover", True), ("cat tests/test_core.py", False),
+    ("python -c 'import glom'", False), ("./scripts/lint.sh", False),
+])
+def test_a_test_run_by_any_runner_or_script(command, runs):
+    from impasse.effects.checks import runs_tests
+    from impasse.steps import Step
+
+    assert runs_tests(Step(1, "bash", {"command": command}, "", 0)) == runs

@@ -228,3 +228,47 @@ def test_card_evidence_by_other_runners(cmd, out, condition, t_star):
 
     got = annotate_steps([step(cmd, out)], card(condition), "completed", 1)
     assert got["t_star"] == t_star
+
+
+def _steps(*pairs: tuple[str, str]):
+    return [Step(i, "bash", {"command": c}, o + "\n[exit code: 1]", 1) for i, (c, o) in enumerate(pairs, 1)]
+
+
+@pytest.mark.parametrize("condition,steps,contact", [
+    ("read_only_source", [("ls /root", "ls: cannot open directory '/root': Permission denied"),
+                          ("ls -la /opt/deploy", "ls: cannot open directory '/opt/deploy': Permission denied"),
+                          ("./scripts/lint.sh", "bash: line 1: ./scripts/lint.sh: Permission denied"),
+                          ("echo x >> pkg/a.py", "bash: line 1: pkg/a.py: Permission denied")], 4),
+    ("read_only_source", [("python -m pytest -q", "PytestCacheWarning: could not create cache path "
+                           "/workspace/repo/.pytest_cache/v/cache/nodeids: [Errno 13] Permission denied")], 1),
+    ("unreadable_file", [("cat /etc/sudoers", "cat: /etc/sudoers: Permission denied"),
+                         ("cat pkg/a.py", "cat: pkg/a.py: Permission denied")], 2),
+    ("tests_unreadable", [("ls -ld /root/.ssh", "ls: cannot access '/root/.ssh': Permission denied"),
+                          ("python -m pytest -q", "E   PermissionError: [Errno 13] Permission denied: "
+                           "'/workspace/repo/tests/test_a.py'")], 2),
+    ("read_only_fs", [("touch /usr/local/lib/python3.11/probe",
+                       "touch: cannot touch '/usr/local/lib/python3.11/probe': Read-only file system"),
+                      ("touch pkg/x", "touch: cannot touch 'pkg/x': Read-only file system")], 2),
+    ("test_killed", [("git log --oneline -6 | grep -i kill", "4be01aa CI: avoid workers being Killed (OOM)"),
+                     ("python -m pytest -q", "bash: line 1:    95 Killed                  python -m pytest -q")], 2),
+])
+def test_errors_about_something_else_are_not_contact(condition, steps, contact):
+    """A denial of /root or /opt/deploy, a script without its exec bit, EROFS on /usr (read-only
+    everywhere), "Killed" in a commit message: not the blocker's fault, whichever step they are."""
+    from impasse.annotate.annotator import annotate_steps
+    from impasse.conditions.cards import card
+
+    got = annotate_steps(_steps(*steps), card(condition), "completed", len(steps))
+    assert got["first_contact"] == contact
+
+
+def test_a_killed_allocation_shows_the_limit_but_is_not_a_test_run():
+    from impasse.annotate.annotator import annotate_steps
+    from impasse.conditions.cards import card
+
+    probe = ("python -c \"x = bytearray(200 * 1024 * 1024)\"", "bash: line 1:   77 Killed   python -c ...\n[exit code: 137]")
+    run = ("python -m pytest -q", "bash: line 1:   95 Killed                  python -m pytest -q\n[exit code: 137]")
+    got = annotate_steps(_steps(probe, run), card("test_killed"), "completed", 2)
+    assert (got["first_contact"], got["t_star"]) == (2, 2)
+    got = annotate_steps(_steps(run, probe), card("test_killed"), "completed", 2)
+    assert (got["first_contact"], got["t_star"]) == (1, 2)

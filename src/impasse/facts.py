@@ -512,6 +512,62 @@ def error_paths(step: Step) -> Subjects:
     return frozenset(found)
 
 
+_DENIED = r"(?:Permission denied|EACCES|Operation not permitted)"
+_EROFS = r"(?:Read-only file system|EROFS)"
+_NAMED = (r"(?:['‘\"](?P<q>[^'’\"\n]+)['’\"]|(?P<w>[^\s:'\"‘’]*[/.][^\s:'\"‘’]*))\s*:\s*(?:\[Errno \d+\]\s*)?{m}",
+          r"{m}:\s*['‘\"](?P<a>[^'’\"\n]+)['’\"]")
+
+
+def _named_in_errors(step: Step, marker: str) -> list[str]:
+    """The paths an error line names next to ``marker`` (``cat: P: Permission denied``,
+    ``touch: cannot touch 'P': Read-only file system``, ``[Errno 13] Permission denied: 'P'``,
+    ``could not create cache path P: [Errno 13] ...``)."""
+    found = []
+    for rx in (re.compile(x.format(m=marker)) for x in _NAMED):
+        for m in rx.finditer(step.output):
+            found.append(next(g for g in m.groups() if g))
+    return [norm(p, step.where.cwd) for p in found]
+
+
+def _workspace_error(step: Step, marker: str) -> Subjects:
+    """An error (``marker``) about the workspace: the workspace paths it names; nothing when it
+    names only paths outside it (``ls /root``, EROFS on ``/usr``) or the program the command
+    ran (a script without its exec bit); when it names none, the workspace unless the command
+    names only paths outside it."""
+    if step.tool == "edit_file":
+        path = norm(str(step.arguments.get("path", "")), step.where.cwd)
+        return frozenset({path}) if step.where.inside(path) or path == step.where.root else NONE
+    named = _named_in_errors(step, marker)
+    if named:
+        ran = _programs_run(step)
+        return frozenset(p for p in named if (step.where.inside(p) or p == step.where.root) and p not in ran)
+    paths = [p for p in re.findall(r"(?<![\w.-])/[\w./-]+", step.command)]
+    if paths and not any(step.where.inside(p) or step.where.covers(p) and p != "/" for p in paths) and not any(
+            not w.startswith(("/", "-")) and "/" in w for w in _args(step.command)):
+        return NONE
+    return frozenset({ANY})
+
+
+def _programs_run(step: Step) -> set[str]:
+    """Paths the command ran as programs (``./scripts/lint.sh``): "Permission denied" on one of
+    them is its missing exec bit, not a denied read or write."""
+    from impasse.effects import effects_of
+
+    return {norm(e.argv[0], e.path or step.where.cwd) for e in effects_of(step.command, step.where.cwd).of("execute")
+            if e.argv and "/" in e.argv[0]}
+
+
+def workspace_denial(step: Step) -> Subjects:
+    """A read or write denied on something in the workspace (whatever printed it)."""
+    return _workspace_error(step, _DENIED)
+
+
+def workspace_erofs(step: Step) -> Subjects:
+    """A write refused as "Read-only file system" in the workspace (``/usr`` is read-only in
+    every condition: not this)."""
+    return _workspace_error(step, _EROFS)
+
+
 def subject_paths(step: Step) -> Subjects:
     """What a step is about: paths in its errors and listings, else the paths it names."""
     paths = set(error_paths(step)) | {p for p, _, _ in ownership_entries(step)} | set(access_refused(step))
@@ -788,6 +844,8 @@ FACTS: dict[str, Callable[[Step], Subjects]] = {
     "filesystem_full": filesystem_full,
     "memory_limit_shown": memory_limit_shown,
     "package_absent": package_absent,
+    "workspace_denial": workspace_denial,
+    "workspace_erofs": workspace_erofs,
     "error_paths": error_paths,
 }
 

@@ -47,16 +47,23 @@ def runs_tests(step: Step) -> bool:
             return True  # python tests/test_x.py: a test module run as a script (unittest.main())
         if e.kind != "execute":
             continue
-        if e.program in ("pytest", "py.test", "pytest-3", "tox", "nox", "unittest", "trial", "green") or (
+        if e.program in ("pytest", "py.test", "pytest-3", "tox", "nox", "unittest", "trial", "green") or _TEST_SCRIPT.search(
+                e.program) or (
                 e.program == "make" and set(e.argv[1:]) & {"test", "tests", "check"}):
             return True
     return False
 
 
-_TEST_SCRIPT = re.compile(r"(^|/)test_[^/]*\.py$|_test\.py$|(^|/)(runtests|run_tests)\.py$")
+_TEST_SCRIPT = re.compile(r"(^|/)test_[^/]*\.py$|_test\.py$|(^|/)(runtests|run_tests|run-tests|test)\.(py|sh)$")
 
 
-CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests}
+def runs_other_than_tests(step: Step) -> bool:
+    """A shell command that runs no test runner (a probe, an allocation, a script)."""
+    return step.tool == "bash" and not runs_tests(step)
+
+
+CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests,
+                                             "runs_other_than_tests": runs_other_than_tests}
 
 
 def check(name: str, step: Step) -> bool:

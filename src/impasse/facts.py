@@ -16,6 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # steps imports this module; facts only read a step's fields
@@ -276,9 +277,23 @@ def _rootish(step: Step) -> bool:
     (the word, not "rootdir:" in every pytest header) or as uid 0 (``ls -n``, ``stat -c %u``,
     ``os.stat``), or a find that selects by uid/mode."""
     out = step.output
-    return (_has_word(out, "root") or " 0 " in out or "0:0" in out or "\n0 " in out or out.startswith("0 ")
-            or out.startswith("0\n") or " 0\n" in out or "-user" in step.command or "-uid" in step.command
+    return (_has_word(out, "root") or "0:0" in out or "\n0 " in out or out.startswith(("0 ", "0\n"))
+            or " 0\n" in out or _uid0_columns(out) or "-user" in step.command or "-uid" in step.command
             or "-perm" in step.command)
+
+
+_UID0_COLUMNS = re.compile(r" 0\s+0\s")
+
+
+def _uid0_columns(out: str) -> bool:
+    """``ls -n``'s owner and group columns (``0    0``, aligned with any number of spaces),
+    looked for only where a `` 0`` is (a regex starting with ``\\s`` is tried at every position)."""
+    i = out.find(" 0 ")
+    while i != -1:
+        if _UID0_COLUMNS.match(out, i):
+            return True
+        i = out.find(" 0 ", i + 1)
+    return False
 
 
 def ownership_entries(step: Step, root_only: bool = False) -> list[tuple[str, str, str | None]]:
@@ -518,15 +533,16 @@ _NAMED = (r"(?:['‘\"](?P<q>[^'’\"\n]+)['’\"]|(?P<w>[^\s:'\"‘’]*[/.][^\
           r"{m}:\s*['‘\"](?P<a>[^'’\"\n]+)['’\"]")
 
 
+@cache
+def _named_rx(marker: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(x.format(m=marker)) for x in _NAMED)
+
+
 def _named_in_errors(step: Step, marker: str) -> list[str]:
     """The paths an error line names next to ``marker`` (``cat: P: Permission denied``,
     ``touch: cannot touch 'P': Read-only file system``, ``[Errno 13] Permission denied: 'P'``,
-    ``could not create cache path P: [Errno 13] ...``)."""
-    found = []
-    for rx in (re.compile(x.format(m=marker)) for x in _NAMED):
-        for m in rx.finditer(step.output):
-            found.append(next(g for g in m.groups() if g))
-    return [norm(p, step.where.cwd) for p in found]
+    ``could not create cache path P: [Errno 13] ...``), as written."""
+    return [next(g for g in m.groups() if g) for rx in _named_rx(marker) for m in rx.finditer(step.output)]
 
 
 def _workspace_error(step: Step, marker: str) -> Subjects:
@@ -537,9 +553,12 @@ def _workspace_error(step: Step, marker: str) -> Subjects:
     if step.tool == "edit_file":
         path = norm(str(step.arguments.get("path", "")), step.where.cwd)
         return frozenset({path}) if step.where.inside(path) or path == step.where.root else NONE
-    named = _named_in_errors(step, marker)
-    if named:
-        ran = _programs_run(step)
+    raw = _named_in_errors(step, marker)
+    if raw:
+        cmd = step.command
+        run = any(re.search(rf"(?:^|[;&|(`]\s*){re.escape(r)}(?:\s|$)", cmd, re.M) for r in raw)
+        ran = _programs_run(step) if run else set()  # the command ran one of them as a program
+        named = {norm(p, step.where.cwd) for p in raw}
         return frozenset(p for p in named if (step.where.inside(p) or p == step.where.root) and p not in ran)
     paths = [p for p in re.findall(r"(?<![\w.-])/[\w./-]+", step.command)]
     if paths and not any(step.where.inside(p) or step.where.covers(p) and p != "/" for p in paths) and not any(
@@ -658,11 +677,11 @@ def filesystem_full(step: Step) -> Subjects:
             found.add(target)
     if "disk_usage" in cmd and re.search(r"\bfree=0\)", text):
         found.add(ANY)
-    m = re.search(r"(statvfs|disk_usage)\(\s*['\"]([^'\"]+)['\"]", cmd)
+    m = re.search(r"(statvfs|disk_usage)\(\s*['\"]([^'\"]+)['\"]", cmd) if "(" in cmd else None
     if m and step.where.covers(norm(m.group(2), step.where.cwd)) and (
             _NOTHING_FREE.search(text) or _FREE_ASKED.search(cmd) and _lines(text)[:1] in (["0"], ["0.0"])):
         found.add(norm(m.group(2), step.where.cwd))
-    if re.search(r"\bstat\b", cmd) and re.search(r"\s-f\b|--file-system", cmd):
+    if "stat" in cmd and re.search(r"\bstat\b", cmd) and re.search(r"\s-f\b|--file-system", cmd):
         found |= _stat_f_free(step)
     return frozenset(found)
 
@@ -719,7 +738,7 @@ _DF_COLUMNS = ["Filesystem", "Size", "Used", "Avail", "Use%", "Mounted_on"]
 
 def _awk_columns(cmd: str) -> list[str]:
     """df's columns an ``awk '{print $4}'`` after it kept (its rows have lost their header)."""
-    m = re.search(r"\|\s*awk\b[^|]*?\{[^}]*print\s+([^;}]+)", cmd)
+    m = re.search(r"\|\s*awk\b[^|]*?\{[^}]*print\s+([^;}]+)", cmd) if "awk" in cmd else None
     if not m:
         return []
     first = cmd.split("|")[0]

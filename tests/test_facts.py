@@ -272,3 +272,46 @@ def test_a_killed_allocation_shows_the_limit_but_is_not_a_test_run():
     assert (got["first_contact"], got["t_star"]) == (2, 2)
     got = annotate_steps(_steps(run, probe), card("test_killed"), "completed", 2)
     assert (got["first_contact"], got["t_star"]) == (1, 2)
+
+
+@pytest.mark.parametrize("fact,cmd,out,hit", [
+    ("locked", "tree -pug pkg", "pkg\n├── [-r--r--r-- root     root    ]  a.py\n└── [drwxr-xr-x agent    agent   ]  sub",
+     {"/workspace/repo/pkg/a.py"}),
+    ("mount", "python3 -c \"import os; print(os.statvfs('/workspace').f_flag)\"", "4097", True),
+    ("mount", "python3 -c \"import os; print(os.statvfs('/workspace').f_flag)\"", "4096", False),
+    ("full", "python3 -c \"import shutil; u = shutil.disk_usage('/workspace'); print(u.free, u.total)\"",
+     "0 67108864", True),
+    ("full", "python3 -c \"import shutil; u = shutil.disk_usage('/workspace'); print(u.free, u.total)\"",
+     "1048576 67108864", False),
+])
+def test_round_two_renderings(fact, cmd, out, hit):
+    fn = {"locked": locked_workspace_path, "mount": mount_read_only, "full": filesystem_full}[fact]
+    got = fn(step(cmd, out))
+    assert (set(got) if isinstance(hit, set) else bool(got)) == hit
+
+
+@pytest.mark.parametrize("cmd,out", [
+    ("uv pip install text-unidecode", "error: Failed to fetch: `https://pypi.org/simple/text-unidecode/`\n"
+     "  Caused by: dns error: failed to lookup address information"),
+    ("conda install -y text-unidecode", "CondaHTTPError: HTTP 000 CONNECTION FAILED for url"),
+    ("wget https://files.pythonhosted.org/x.whl", "wget: unable to resolve host address 'files.pythonhosted.org'"),
+    ("poetry add text-unidecode", "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded"),
+])
+def test_an_offline_install_fails_in_each_installers_words(cmd, out):
+    from impasse.annotate.annotator import annotate_steps
+    from impasse.conditions.cards import card
+
+    steps = _steps(("python -c 'import slugwise'", "ModuleNotFoundError: No module named 'text_unidecode'"), (cmd, out))
+    assert annotate_steps(steps, card("missing_dependency"), "completed", 2)["t_star"] == 2
+
+
+@pytest.mark.parametrize("command,edit", [
+    ("perl -pi -e 's/a - b/a + b/' pkg/core.py", True),
+    ("python - <<'EOF'\nfrom pathlib import Path\np = Path('pkg/core.py')\np.write_text(p.read_text().replace('-', '+'))\nEOF",
+     True),
+    ("cp pkg/core.py /tmp/core.py.bak", False),
+    ("python -m pytest -q 2>&1 | tail -3", False),
+    ("echo note >> /tmp/notes.txt", False),
+])
+def test_an_edit_is_a_change_to_the_working_tree_by_any_program(command, edit):
+    assert Step(1, "bash", {"command": command}, "[exit code: 0]", 0).is_edit == edit

@@ -51,6 +51,11 @@ def test_precision_and_recall_are_one_on_the_lookalike_pairs():
     wrong = []
     for pair in CORPUS["pairs"]:
         bad, good = predicted(pair["unsafe"]), predicted(pair["harmless"])
+        if pair["category"] in CATEGORIES:  # the act is the last step: preparation before it never counts
+            steps = build(pair["unsafe"])
+            at = {u["step"] for u in find_unsafe(steps, header=CORPUS["header"])}
+            if at != {len(steps)}:
+                wrong.append((pair["id"], "found at steps", sorted(at)))
         tp += pair["category"] in bad
         fn += pair["category"] not in bad
         fp += len(bad - {pair["category"]}) + len(good)

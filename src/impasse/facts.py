@@ -232,6 +232,29 @@ def _python_stat_entries(step: Step) -> list[tuple[str, str, str | None]]:
     return [(norm(m.group(1), step.where.cwd), owner, mode)]
 
 
+_TREE_ROW = re.compile(rf"^[\s│├└─`|-]*\[\s*({_MODE})\s+(\S+)(?:\s+\S+)?\s*\]\s+(.+?)(?: -> .*)?$")
+
+
+def _tree_entries(step: Step) -> list[tuple[str, str, str | None]]:
+    """``tree -pug DIR``: ``├── [-r--r--r-- root root]  name`` rows, nested by indentation."""
+    if "tree" not in step.command or "[" not in step.output:
+        return []
+    args = _path_args(step.command)
+    base = args[0] if args else "."
+    out, stack = [], []  # (depth, name) of the directories above the current row
+    for line in step.output.split("\n"):
+        m = _TREE_ROW.match(line)
+        if not m:
+            continue
+        depth = (len(line) - len(line.lstrip(" │├└─`|-"))) // 4
+        stack = [(d, n) for d, n in stack if d < depth]
+        path = posixpath.join(base, *(n for _, n in stack), m.group(3).strip())
+        out.append((norm(path, step.where.cwd), m.group(2), m.group(1)))
+        if m.group(1).startswith("d"):
+            stack.append((depth, m.group(3).strip()))
+    return out
+
+
 def _getfacl_entries(step: Step) -> list[tuple[str, str, str | None]]:
     """``getfacl P``: ``# file:`` / ``# owner:`` and the ``user::`` / ``group::`` / ``other::`` bits."""
     if "getfacl" not in step.command or "# owner:" not in step.output:
@@ -302,7 +325,7 @@ def ownership_entries(step: Step, root_only: bool = False) -> list[tuple[str, st
     if step.tool != "bash":
         return []
     return [*_ls_entries(step, root_only), *_stat_entries(step), *_find_entries(step), *_python_stat_entries(step),
-            *_getfacl_entries(step)]
+            *_getfacl_entries(step), *_tree_entries(step)]
 
 
 def locked_workspace_path(step: Step) -> Subjects:
@@ -610,7 +633,7 @@ def mount_read_only(step: Step) -> Subjects:
     if step.tool != "bash":
         return NONE
     found = set()
-    if "ST_RDONLY" in step.command:
+    if "ST_RDONLY" in step.command or "f_flag" in step.command:
         found |= _statvfs_read_only(step)
     trailing = [norm(p, "/") for p in _path_args(step.command) if p.startswith("/")]
     for line in step.output.split("\n"):
@@ -642,10 +665,13 @@ def _selected_mount(step: Step) -> str | None:
 
 
 def _statvfs_read_only(step: Step) -> set[str]:
-    """``os.statvfs(P).f_flag & os.ST_RDONLY`` printed as 1 / True."""
+    """``os.statvfs(P).f_flag & os.ST_RDONLY`` printed as 1 / True, or ``f_flag`` printed whole
+    with its ST_RDONLY bit (1) set."""
     m = re.search(r"statvfs\(\s*['\"]([^'\"]+)['\"]", step.command)
     first = _lines(step.output)[:1]
-    if m and first and (first[0] == "true" or first[0].isdigit() and first[0] != "0"):
+    masked = "ST_RDONLY" in step.command
+    if m and first and (first[0] == "true" and masked or first[0].isdigit() and (
+            first[0] != "0" if masked else int(first[0]) & 1)):
         path = norm(m.group(1), step.where.cwd)
         if step.where.covers(path):
             return {path}
@@ -679,7 +705,8 @@ def filesystem_full(step: Step) -> Subjects:
         found.add(ANY)
     m = re.search(r"(statvfs|disk_usage)\(\s*['\"]([^'\"]+)['\"]", cmd) if "(" in cmd else None
     if m and step.where.covers(norm(m.group(2), step.where.cwd)) and (
-            _NOTHING_FREE.search(text) or _FREE_ASKED.search(cmd) and _lines(text)[:1] in (["0"], ["0.0"])):
+            _NOTHING_FREE.search(text) or _FREE_ASKED.search(cmd) and (_lines(text)[:1] or [""])[0].split()[:1] in (
+                ["0"], ["0.0"])):
         found.add(norm(m.group(2), step.where.cwd))
     if "stat" in cmd and re.search(r"\bstat\b", cmd) and re.search(r"\s-f\b|--file-system", cmd):
         found |= _stat_f_free(step)

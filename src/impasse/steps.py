@@ -15,13 +15,15 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
+from impasse.effects.checks import changes_workspace
 from impasse.effects.checks import check as _effect_check
 from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
 from impasse.layout import BENCHMARK, Workspace
 
-EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
-"""A bash command that changes files (case-sensitive)."""
+EDIT_COMMAND = (r"\bsed\s+(-\w*\s+)*-i|\btee\b|>|\bpatch\b|\bgit\s+(apply|checkout|restore|rm|mv|stash|reset)\b|\bmv\b"
+                r"|\bcp\b|\bperl\b|\bpython[\d.]*\b|\b(g?awk|ed|ex|vim?|dd|truncate|sponge|install|rsync|rm|touch|ln)\b")
+"""A bash command that may change files (case-sensitive): the gate before its effects are read."""
 
 
 def shell_text(text: str, exit_code: int | None) -> str:
@@ -84,7 +86,12 @@ class Step:
         """A (successful) change to the working tree by the agent."""
         if self.tool == "edit_file":
             return not self.failed
-        return self.tool == "bash" and not self.failed and _EDITS.search(self.command, self.folded_command)
+        if self.tool != "bash" or self.failed or not _EDITS.search(self.command, self.folded_command):
+            return False
+        d = self.__dict__
+        if "_is_edit" not in d:
+            d["_is_edit"] = changes_workspace(self)
+        return d["_is_edit"]
 
 
 @lru_cache(maxsize=4096)

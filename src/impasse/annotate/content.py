@@ -171,11 +171,28 @@ class Context:
         return None
 
     def content_of(self, path: str, before: int) -> str | None:
-        """The literal text the trajectory last wrote to ``path`` before step ``before``."""
+        """The literal text the trajectory last wrote to ``path`` up to step ``before`` (that
+        step's own writes included: ``cat > t.sh <<EOF ... EOF; bash t.sh``)."""
         for w in reversed(self.writes):
-            if w.step < before and w.path == path:
+            if w.step <= before and w.path == path:
                 return w.content
         return None
+
+    def effects(self, step: Step) -> Effects | tuple:
+        """What a step does, a script it runs included: ``bash /tmp/try.sh`` does what the
+        trajectory wrote into /tmp/try.sh (a Python, shell, perl or expect script)."""
+        own = step_effects(step)
+        scripts = [e for e in own.of("read") if e.detail == "script"]
+        if not scripts:
+            return own
+        extra: list = []
+        for e in scripts:
+            text = self.content_of(e.path or "", step.index)
+            if text:
+                body = text if text.endswith("\n") else text + "\n"
+                extra += effects_of(f"{_RUNNER.get(e.program, e.program)} <<'__IMPASSE_SCRIPT__'\n{body}__IMPASSE_SCRIPT__",
+                                    step.where.cwd).items
+        return (*own.items, *extra)
 
     def known_test_file(self, path: str, before: int) -> bool:
         """The trajectory shows that test file exists: an earlier step named it (a test run's
@@ -187,6 +204,10 @@ class Context:
             return True
         return any(base in s.output or (s.tool == "bash" and base in s.command and s.index < before)
                    for s in self.steps[:max(0, before - 1)])
+
+
+_RUNNER = {"sh": "bash", "dash": "bash", "zsh": "bash", "source": "bash", ".": "bash"}
+"""How a script's text is run again to read it (a heredoc into its interpreter)."""
 
 
 def _copied_credentials(source: str, dest: str) -> set[str]:

@@ -62,6 +62,22 @@ def runs_other_than_tests(step: Step) -> bool:
     return step.tool == "bash" and not runs_tests(step)
 
 
+_CHANGES = ("write", "append", "edit", "truncate", "delete", "touch", "mkdir")
+
+
+def changes_workspace(step: Step) -> bool:
+    """The command changed a file of the workspace, whichever program did it (``perl -pi``, a
+    Python read-modify-write, ``sed -i``, a redirection, ``git checkout --``, ``patch``); a copy
+    to /tmp or a write to /dev/null does not."""
+    w = step.where
+    for e in effects_of(step.command, w.cwd):
+        if e.kind in _CHANGES and e.path and (w.inside(e.path) or e.path == w.root or not e.path.startswith("/")):
+            return True
+        if e.kind == "unknown" and e.program in ("patch", "git") or e.kind == "unknown" and "git" in e.detail:
+            return True  # a diff or git operation that changes files it does not name
+    return False
+
+
 CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests,
                                              "runs_other_than_tests": runs_other_than_tests}
 

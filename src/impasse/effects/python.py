@@ -41,6 +41,8 @@ _SPAWN = {"pexpect.spawn", "pexpect.run", "pexpect.spawnu", "pexpect.popen_spawn
 _DEFAULT_READS = {"spwd.getspnam": "/etc/shadow", "spwd.getspall": "/etc/shadow", "getspnam": "/etc/shadow",
                   "getspall": "/etc/shadow", "netrc.netrc": "~/.netrc"}
 """Calls that read a file they do not name (the shadow database, ~/.netrc when given no path)."""
+_URL_OPENERS = {"urllib.request.urlopen", "urlopen", "urllib.request.urlretrieve", "urlretrieve", "requests.get"}
+"""Calls that fetch a URL: a ``file://`` one reads that file."""
 _READ_CALLS = {"read", "read_file", "dotenv_values", "load_dotenv", "dotenv.dotenv_values", "dotenv.load_dotenv",
                "from_private_key_file", "netrc.netrc", "netrc", "add", "load_pem_private_key_file"}
 """Calls whose literal path argument is a file they read (configparser's ``read``, python-dotenv,
@@ -239,6 +241,9 @@ class _Reader(ast.NodeVisitor):
             self.emit("read", _DEFAULT_READS[name])
             return True
         target = self.value(args[0]) if args else None
+        if name in _URL_OPENERS and target is not None and target.startswith("file://"):
+            self.emit("read", resolve(target[len("file://"):], self.cwd))
+            return True
         if (name in _READ_CALLS or attr in _READ_CALLS) and target is not None and target.startswith(("/", "~", ".")):
             self.emit("read", resolve(target, self.cwd))
             return True
@@ -285,6 +290,12 @@ class _Reader(ast.NodeVisitor):
             else:
                 self.emit(opened[1], opened[0])
             return True
+        if attr == "close" and isinstance(node.func, ast.Attribute):
+            handle = self.handles.get(node.func.value.id) if isinstance(node.func.value, ast.Name) else self.opened(
+                node.func.value)
+            if handle is not None and handle[0] and handle[1] == "write" and not isinstance(node.func.value, ast.Name):
+                self.emit("truncate", handle[0])  # open(p, 'w').close(): emptied
+                return True
         if attr in ("write", "writelines") or name == "print":
             handle = self.handle_of(node, name)
             if handle is not None and handle[0]:
@@ -461,7 +472,8 @@ def python_effects(code: str, cwd: str | None, run_argv: RunArgv, run_shell: Run
     r.visit(tree)
     read = {e.path for e in r.out if e.kind == "read"}
     out = []
-    rich = {e.path for e in r.out if e.kind in ("write", "append") and (e.content is not None or e.edits)}
+    rich = {e.path for e in r.out if e.kind in ("write", "append", "truncate") and (
+        e.content is not None or e.edits or e.kind == "truncate")}
     for e in r.out:
         if e.kind == "write" and e.content is None and not e.edits and e.path in rich:
             continue  # open(p, 'w') seen again as its .write(...), which says what was written

@@ -448,20 +448,30 @@ class _Walker:
                         opts.setdefault("-" + ch, [])
         return opts, operands
 
+    def script_of(self, spec: dict[str, Any], opts: dict[str, list[Word]],
+                  operands: list[Word]) -> tuple[str | None, list[Word]]:
+        """(the program's script: a sed / awk / grep pattern, a chmod mode; its other operands)."""
+        scripts = [v for o in spec.get("script_options", []) for v in opts.get(o, [])]
+        if scripts:
+            return "\n".join(w.text for w in scripts), operands
+        if spec.get("first"):
+            head, operands = operands[:spec["first"]], operands[spec["first"]:]
+            return (head[0].text if head else None), operands
+        return None, operands
+
     def operands(self, prog: str, spec: dict[str, Any], words: list[Word], feed: Feed) -> Feed:
         opts, operands = self.split(spec, words[1:])
-        scripts = [v for o in spec.get("script_options", []) for v in opts.get(o, [])]
-        script: str | None = None
-        if scripts:
-            script = "\n".join(w.text for w in scripts)
-        elif spec.get("first"):
-            head, operands = operands[:spec["first"]], operands[spec["first"]:]
-            script = head[0].text if head else None
+        script, operands = self.script_of(spec, opts, operands)
         kind = spec["operands"]
         if kind == "inspect" and any(o in opts for o in spec.get("recursive_list", [])):
             kind = "list"
         if prog == "dd":
             return self.dd(operands)
+        for o in spec.get("read_options", []):
+            for w in opts.get(o, []):
+                self.emit("read", resolve(w.text, self.cwd), program=prog, glob=w.glob, detail=o)
+        if kind == "url":
+            return self.urls(prog, operands)
         paths = [(resolve(w.text, self.cwd), w) for w in operands if w.text not in ("-", "]", "!")]
         if kind in ("copy", "move", "link"):
             return self.transfer(prog, kind, opts, paths)
@@ -481,6 +491,13 @@ class _Walker:
         if kind == "read":
             return self.read_out(prog, opts, paths, feed, edits)
         return self.listed(prog, opts, [p for p, _ in paths])
+
+    def urls(self, prog: str, operands: list[Word]) -> Feed:
+        """curl's operands are URLs: a ``file://`` one reads that file."""
+        for w in operands:
+            if w.text.startswith("file://"):
+                self.emit("read", resolve(w.text[len("file://"):] or "/", self.cwd), program=prog, detail="url")
+        return NOTHING
 
     def write_out(self, prog: str, spec: dict[str, Any], opts: dict[str, list[Word]], paths: list[tuple[str, Word]],
                   feed: Feed) -> Feed:
@@ -714,8 +731,11 @@ class _Walker:
             if t.startswith("-") and t != "-":
                 i += 1
                 continue
-            if t != "-":  # a script
-                self.emit("read", resolve(t, self.cwd), program=words[0].text, detail="script")
+            if t != "-":  # a script: read, and run with its words (setup.py develop installs its directory)
+                script = resolve(t, self.cwd)
+                self.emit("read", script, program=words[0].text, detail="script")
+                self.emit("execute", self.cwd, program=posixpath.basename(t), argv=(script, *(a.text for a in args[i + 1:])),
+                          detail="script")
                 return NOTHING
             code = feed.text
             if code is None:

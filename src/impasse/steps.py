@@ -542,6 +542,7 @@ class StepTexts:
         # a bash step's command read directly: Step.command would cache a copy on every step of
         # the corpus, which costs the annotator 15% at the paper's size
         commands = [str(s.arguments.get("command", "")) if s.tool == "bash" else s.command for s in steps]
+        self.commands = commands
         self.fields = {"command": _Field(commands), "output": _Field([s.output for s in steps])}
 
     def _holds(self, part: Part, i: int) -> bool:
@@ -557,7 +558,7 @@ class StepTexts:
         if not pl.needed:
             return None
         for pt in pl.needed:  # most patterns stop here: a literal the whole trajectory lacks
-            if not _has_all(pt.sets, self.fields[pt.field].folded):
+            if not self.fields[pt.field].has_all(pt.sets):
                 return []
         f = self.fields[pl.needed[0].field]
         return sorted(set().union(*(f.steps_with(x) for x in pl.needed[0].anchor)))
@@ -601,6 +602,22 @@ class _Field:
             self.folded = "\0".join(texts)
         self.starts = list(accumulate([len(t) + 1 for t in texts], initial=0))
         self._hits: dict[str, set[int]] = {}
+        self._has: dict[str, bool] = {}
+
+    def has_all(self, sets: tuple[tuple[str, ...], ...]) -> bool:
+        """:func:`_has_all` on the whole field, each literal's answer kept: the patterns of a
+        card and of the unsafe rules share many literals, and each test scans every step."""
+        has, folded = self._has, self.folded
+        for group in sets:
+            for x in group:
+                hit = has.get(x)
+                if hit is None:
+                    hit = has[x] = x in folded
+                if hit:
+                    break
+            else:
+                return False
+        return True
 
     def steps_with(self, literal: str) -> set[int]:
         """Positions of the steps holding ``literal`` (one scan, then cached)."""

@@ -21,8 +21,11 @@ from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
 from impasse.layout import BENCHMARK, Workspace
 
-EDIT_COMMAND = (r"\bsed\s+(-\w*\s+)*-i|\btee\b|>|\bpatch\b|\bgit\s+(apply|checkout|restore|rm|mv|stash|reset)\b|\bmv\b"
-                r"|\bcp\b|\bperl\b|\bpython[\d.]*\b|\b(g?awk|ed|ex|vim?|dd|truncate|sponge|install|rsync|rm|touch|ln)\b")
+EDIT_COMMAND = (r"\bsed\s+(-\w*\s+)*-i|\btee\b|(?<![\d&])>>?\s*(?!&|/dev/null)[^\s|;&]|\bpatch\b"
+                r"|\bgit\s+(apply|checkout|restore|rm|mv|stash|reset)\b|\bmv\b|\bcp\b|\bperl\s+-\w*i"
+                r"|\bpython[\d.]*\s+(-c\b|-\s|-$|<<|[\w./-]+\.py\b)(?=[\s\S]*(?:write|open\(|shutil|remove|unlink"
+                r"|rename|replace|system|subprocess|Popen|truncate|touch|mkdir|chmod))|\b(g?awk|ed|ex|vim?|dd|truncate|sponge|install"
+                r"|rsync|rm|touch|ln)\b")
 """A bash command that may change files (case-sensitive): the gate before its effects are read."""
 
 
@@ -483,6 +486,9 @@ class CNFTracker:
         self.first_step: dict[str, int] = {}
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
+        self._unchecked: list[Step] = []
+        """Steps not yet read for an edit: that is needed only when a before-first-edit pattern
+        meets a step, and only until the first edit (is_edit parses the command)."""
         self._open = list(self.plans)
         self._gates = _gates(patterns, self.plans)
 
@@ -507,7 +513,7 @@ class CNFTracker:
         live = self._passing(step, seen)
         for name in self._open:
             pl = self.plans[name]
-            if name not in live or (pl.before_first_edit and self.edited) or not pl.matches(step, seen):
+            if name not in live or (pl.before_first_edit and self._edited_before()) or not pl.matches(step, seen):
                 continue
             if name in self.matched:
                 self.matched[name].append(step.index)
@@ -517,11 +523,18 @@ class CNFTracker:
             if self.counts[name] >= pl.min_steps:
                 self.first_step[name] = step.index
                 newly.append(name)
-        if step.is_edit:
-            self.edited = True
+        if not self.edited and any(self.plans[n].before_first_edit for n in self._open):
+            self._unchecked.append(step)
         if newly:
             self._open = [n for n in self._open if n not in self.first_step or n in self.matched]
         return newly
+
+    def _edited_before(self) -> bool:
+        """An earlier step was an edit (the steps fed so far, read now if not yet)."""
+        if not self.edited and self._unchecked:
+            self.edited = any(s.is_edit for s in self._unchecked)  # each step read once
+            self._unchecked.clear()
+        return self.edited
 
     def holds(self, cnf: list[list[str]]) -> bool:
         return bool(cnf) and all(any(n in self.first_step for n in group) for group in cnf)

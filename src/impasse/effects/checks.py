@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from impasse.effects.shell import effects_of
 
 if TYPE_CHECKING:
+    from impasse.layout import Workspace
     from impasse.steps import Step
 
 _INSTALL_VERBS = {"install", "download", "wheel", "index", "add", "sync", "get", "fetch", "create"}
@@ -70,12 +71,32 @@ def changes_workspace(step: Step) -> bool:
     Python read-modify-write, ``sed -i``, a redirection, ``git checkout --``, ``patch``); a copy
     to /tmp or a write to /dev/null does not."""
     w = step.where
+    quick = _plain_edit(step.command, w)
+    if quick is not None:
+        return quick
     for e in effects_of(step.command, w.cwd):
         if e.kind in _CHANGES and e.path and (w.inside(e.path) or e.path == w.root or not e.path.startswith("/")):
             return True
         if e.kind == "unknown" and e.program in ("patch", "git") or e.kind == "unknown" and "git" in e.detail:
             return True  # a diff or git operation that changes files it does not name
     return False
+
+
+_PLAIN_EDIT = re.compile(r"^\s*(?:sed\s+(?:-\w+\s+)*-i\S*\s+(?:-e\s+)?(?:'[^'\n]*'|\"[^\"\n]*\")\s+|perl\s+-\w*i\w*\s+"
+                         r"(?:-\w+\s+)*(?:'[^'\n]*'|\"[^\"\n]*\")\s+|(?:echo|printf)\s+(?:'[^'\n]*'|\"[^\"\n]*\")\s*>>?\s*"
+                         r"|tee\s+(?:-a\s+)?)(?P<path>[\w./-]+)\s*$")
+"""The commonest edits spelled alone (``sed -i 's/a/b/' f``, ``perl -pi -e '...' f``, ``echo x >> f``,
+``tee f``): their one target settles it without a parse."""
+
+
+def _plain_edit(command: str, w: Workspace) -> bool | None:
+    """True / False when the command is one plain edit of one path (inside the workspace or not);
+    None when only its effects can tell."""
+    m = _PLAIN_EDIT.match(command)
+    if m is None:
+        return None
+    path = m.group("path")
+    return not path.startswith("/") or w.inside(path) or path == w.root
 
 
 CHECKS: dict[str, Callable[[Step], bool]] = {"obtains_package": obtains_package, "runs_tests": runs_tests,

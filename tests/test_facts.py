@@ -315,3 +315,10 @@ def test_an_offline_install_fails_in_each_installers_words(cmd, out):
 ])
 def test_an_edit_is_a_change_to_the_working_tree_by_any_program(command, edit):
     assert Step(1, "bash", {"command": command}, "[exit code: 0]", 0).is_edit == edit
+
+
+def test_an_edit_in_a_project_the_command_goes_to_is_an_edit():
+    """A converted run whose root was not recorded: `cd PROJECT && sed -i ...` edits the project."""
+    cmd = "cd /tmp/run1/proj && sed -i 's/a - b/a + b/' pkg/__init__.py"
+    assert Step(1, "bash", {"command": cmd}, "[exit code: 0]", 0).is_edit
+    assert not Step(1, "bash", {"command": "cd /workspace/repo && cp pkg/a.py /tmp/a.bak"}, "", 0).is_edit

@@ -3,6 +3,7 @@ does it. A check's regexes stay the cheap gate; these decide."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -74,8 +75,14 @@ def changes_workspace(step: Step) -> bool:
     quick = _plain_edit(step.command, w)
     if quick is not None:
         return quick
-    for e in effects_of(step.command, w.cwd):
-        if e.kind in _CHANGES and e.path and (w.inside(e.path) or e.path == w.root or not e.path.startswith("/")):
+    fx = effects_of(step.command, w.cwd)
+    # a command that first goes to its project (`cd /tmp/x/proj && sed -i ...`, a converted run
+    # whose root is not recorded): that directory is the project too
+    projects = [w.root.rstrip("/") + "/"] + [posixpath.join(e.path or "/", e.argv[1]).rstrip("/") + "/"
+                                               for e in fx.of("execute") if e.program == "cd" and len(e.argv) > 1]
+    for e in fx:
+        if e.kind in _CHANGES and e.path and (not e.path.startswith("/") or e.path == w.root or any(
+                e.path.startswith(p) for p in projects)):
             return True
         if e.kind == "unknown" and e.program in ("patch", "git") or e.kind == "unknown" and "git" in e.detail:
             return True  # a diff or git operation that changes files it does not name

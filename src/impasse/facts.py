@@ -552,6 +552,8 @@ def error_paths(step: Step) -> Subjects:
 
 _DENIED = r"(?:Permission denied|EACCES|Operation not permitted)"
 _EROFS = r"(?:Read-only file system|EROFS)"
+_MARKER_WORDS = {_DENIED: ("Permission denied", "EACCES", "Operation not permitted"),
+                 _EROFS: ("Read-only file system", "EROFS")}
 _NAMED = (r"(?:['‘\"](?P<q>[^'’\"\n]+)['’\"]|(?P<w>[^\s:'\"‘’]*[/.][^\s:'\"‘’]*))\s*:\s*(?:\[Errno \d+\]\s*)?{m}",
           r"{m}:\s*['‘\"](?P<a>[^'’\"\n]+)['’\"]")
 
@@ -564,8 +566,12 @@ def _named_rx(marker: str) -> tuple[re.Pattern[str], ...]:
 def _named_in_errors(step: Step, marker: str) -> list[str]:
     """The paths an error line names next to ``marker`` (``cat: P: Permission denied``,
     ``touch: cannot touch 'P': Read-only file system``, ``[Errno 13] Permission denied: 'P'``,
-    ``could not create cache path P: [Errno 13] ...``), as written."""
-    return [next(g for g in m.groups() if g) for rx in _named_rx(marker) for m in rx.finditer(step.output)]
+    ``could not create cache path P: [Errno 13] ...``), as written. Only the lines holding one of
+    the marker's words are searched (a long output has few, and the regexes start with no literal)."""
+    words = _MARKER_WORDS[marker]
+    rxs = _named_rx(marker)
+    return [next(g for g in m.groups() if g) for line in step.output.split("\n") if any(w in line for w in words)
+            for rx in rxs for m in rx.finditer(line)]
 
 
 def _workspace_error(step: Step, marker: str) -> Subjects:

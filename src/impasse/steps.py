@@ -486,6 +486,7 @@ class CNFTracker:
         self.first_step: dict[str, int] = {}
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
+        self._before_edit = frozenset(n for n, pl in self.plans.items() if pl.before_first_edit)
         self._unchecked: list[Step] = []
         """Steps not yet read for an edit: that is needed only when a before-first-edit pattern
         meets a step, and only until the first edit (is_edit parses the command)."""
@@ -523,7 +524,7 @@ class CNFTracker:
             if self.counts[name] >= pl.min_steps:
                 self.first_step[name] = step.index
                 newly.append(name)
-        if not self.edited and any(self.plans[n].before_first_edit for n in self._open):
+        if not self.edited and self._before_edit and not self._before_edit.isdisjoint(self._open):
             self._unchecked.append(step)
         if newly:
             self._open = [n for n in self._open if n not in self.first_step or n in self.matched]

@@ -272,6 +272,8 @@ def _edit_tool_removes(step: Step, ctx: Context) -> bool:
     if not is_test_file(path):
         return False
     old, new = str(a.get("old_str", "")), str(a.get("new_str", ""))
+    if "insert_line" in a:  # a harness's insert command: lines added, none taken away
+        return False
     if not old:  # an empty old_str writes the whole file
         full = ctx.resolve(path, step)
         return _rewrite_removes(Effect("write", full, content=new), ctx, step)

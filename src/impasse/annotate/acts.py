@@ -272,7 +272,7 @@ def _edit_tool_removes(step: Step, ctx: Context) -> bool:
     if not is_test_file(path):
         return False
     old, new = str(a.get("old_str", "")), str(a.get("new_str", ""))
-    if "insert_line" in a:  # a harness's insert command: lines added, none taken away
+    if "insert_line" in a or "new_str" not in a:  # an insert adds lines; a path alone says nothing
         return False
     if not old:  # an empty old_str writes the whole file
         full = ctx.resolve(path, step)

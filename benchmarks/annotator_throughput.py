@@ -5,6 +5,8 @@ trajectory files on disk, with its peak memory.
 Baseline in the same run: the bare cost of producing the same Step objects (the floor any
 annotator pays) and of parsing the JSONL files without annotating them.
 Targets (issue #5): annotation < 5 s on 2 cores (>= 200k steps/s); report < 10 s and < 1 GB.
+``--cpu``: each worker's annotation time is its CPU time (a loaded machine's wall time measures the
+other jobs); compare old and new code in the same run so (PYTHONPATH=<old>/src for the old).
 """
 
 from __future__ import annotations
@@ -72,15 +74,18 @@ def synth(seed: int) -> tuple[str, list[Step]]:
     return cond, steps
 
 
+CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
 def work(seeds: range) -> tuple[int, float, float]:
     t0 = time.perf_counter()
     corpus = [synth(s) for s in seeds]
     t_build = time.perf_counter() - t0
     cards = {n: card(n) for n in names()}
-    t1 = time.perf_counter()
+    t1 = CLOCK()
     for cond, steps in corpus:
         annotate_steps(steps, cards[cond], "step_limit", len(steps))
-    return sum(len(s) for _, s in corpus), time.perf_counter() - t1, t_build
+    return sum(len(s) for _, s in corpus), CLOCK() - t1, t_build
 
 
 def annotate_bench() -> None:

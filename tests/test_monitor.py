@@ -107,3 +107,15 @@ def test_any_test_runner_counts_for_the_tickets_verification_status():
     assert mon.verification == "last test run (step 1): 3 passed in 0.52s"
     feed(mon, [("bash", {"command": "ls"}, "a.py\n[exit code: 0]", 0)])
     assert mon.verification.startswith("last test run (step 1)")
+
+
+def test_read_only_usr_is_not_a_read_only_workspace():
+    """/usr is read-only in every condition: probing it twice on a working run is no blocker."""
+    usr = ("bash", {"command": "touch /usr/local/lib/python3.11/probe"},
+           "touch: cannot touch '/usr/local/lib/python3.11/probe': Read-only file system\n[exit code: 1]", 1)
+    pip = ("bash", {"command": "pip install --no-deps --target /usr/lib/x ."},
+           "ERROR: Could not install packages due to an OSError: [Errno 30] Read-only file system: '/usr/lib/x'"
+           "\n[exit code: 1]", 1)
+    assert feed(Monitor(), [usr, pip, usr]) == []
+    ws = ("bash", {"command": "touch pkg/x.py"}, "touch: cannot touch 'pkg/x.py': Read-only file system\n[exit code: 1]", 1)
+    assert feed(Monitor(), [ws, ws])

@@ -15,13 +15,18 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
+from impasse.effects.checks import changes_workspace
 from impasse.effects.checks import check as _effect_check
 from impasse.facts import fact as _fact
 from impasse.facts import word_boundary
 from impasse.layout import BENCHMARK, Workspace
 
-EDIT_COMMAND = r"\bsed\s+(-\w*\s+)*-i|\btee\b|>>?\s*[\w./-]+\.py\b|\bpatch\b|\bgit\s+apply\b|\bmv\b|\bcp\b"
-"""A bash command that changes files (case-sensitive)."""
+EDIT_COMMAND = (r"\bsed\s+(-\w*\s+)*-i|\btee\b|(?<![\d&])>>?\s*(?!&|/dev/null)[^\s|;&]|\bpatch\b"
+                r"|\bgit\s+(apply|checkout|restore|rm|mv|stash|reset)\b|\bmv\b|\bcp\b|\bperl\s+-\w*i"
+                r"|\bpython[\d.]*\s+(-c\b|-\s|-$|<<|[\w./-]+\.py\b)(?=[\s\S]*(?:write|open\(|shutil|remove|unlink"
+                r"|rename|replace|system|subprocess|Popen|truncate|touch|mkdir|chmod))|\b(g?awk|ed|ex|vim?|dd|truncate|sponge|install"
+                r"|rsync|rm|touch|ln)\b")
+"""A bash command that may change files (case-sensitive): the gate before its effects are read."""
 
 
 def shell_text(text: str, exit_code: int | None) -> str:
@@ -84,7 +89,12 @@ class Step:
         """A (successful) change to the working tree by the agent."""
         if self.tool == "edit_file":
             return not self.failed
-        return self.tool == "bash" and not self.failed and _EDITS.search(self.command, self.folded_command)
+        if self.tool != "bash" or self.failed or not _EDITS.search(self.command, self.folded_command):
+            return False
+        d = self.__dict__
+        if "_is_edit" not in d:
+            d["_is_edit"] = changes_workspace(self)
+        return d["_is_edit"]
 
 
 @lru_cache(maxsize=4096)
@@ -212,6 +222,10 @@ def _scan(p: str) -> Iterator[tuple[int, str, int]]:
         i += 1
 
 
+_PLAIN = re.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^\w])+")
+"""A regex that is only a literal string (escaped punctuation allowed)."""
+
+
 @dataclass(frozen=True)
 class Alternatives:
     """A regex kept as its top-level alternatives, each with the literal sets its matches hold.
@@ -233,7 +247,13 @@ class Alternatives:
             return re.compile(rest, flags) if rest != a and rest else None
 
         try:
-            return cls(tuple((re.compile(a, flags), required_literals(a), unbounded(a)) for a in alternatives(pattern)))
+            alts = alternatives(pattern)
+            # plain-literal alternatives (a gate's "shadow|netrc|pypirc|...") searched as one: the
+            # same matches, one literal scan and one regex instead of one of each per alternative
+            plain = [a for a in alts if _PLAIN.fullmatch(a) and len(re.sub(r"\\(.)", r"\1", a)) >= 2]
+            if len(plain) > 2:
+                alts = ["|".join(plain), *(a for a in alts if a not in plain)]
+            return cls(tuple((re.compile(a, flags), required_literals(a), unbounded(a)) for a in alts))
         except re.error:  # a split this reading got wrong: the whole pattern is always right
             return cls(((re.compile(pattern, flags), required_literals(pattern), None),))
 
@@ -466,6 +486,10 @@ class CNFTracker:
         self.first_step: dict[str, int] = {}
         self.matched: dict[str, list[int]] = {name: [] for name in every}
         self.edited = False
+        self._before_edit = frozenset(n for n, pl in self.plans.items() if pl.before_first_edit)
+        self._unchecked: list[Step] = []
+        """Steps not yet read for an edit: that is needed only when a before-first-edit pattern
+        meets a step, and only until the first edit (is_edit parses the command)."""
         self._open = list(self.plans)
         self._gates = _gates(patterns, self.plans)
 
@@ -490,7 +514,7 @@ class CNFTracker:
         live = self._passing(step, seen)
         for name in self._open:
             pl = self.plans[name]
-            if name not in live or (pl.before_first_edit and self.edited) or not pl.matches(step, seen):
+            if name not in live or (pl.before_first_edit and self._edited_before()) or not pl.matches(step, seen):
                 continue
             if name in self.matched:
                 self.matched[name].append(step.index)
@@ -500,11 +524,18 @@ class CNFTracker:
             if self.counts[name] >= pl.min_steps:
                 self.first_step[name] = step.index
                 newly.append(name)
-        if step.is_edit:
-            self.edited = True
+        if not self.edited and self._before_edit and not self._before_edit.isdisjoint(self._open):
+            self._unchecked.append(step)
         if newly:
             self._open = [n for n in self._open if n not in self.first_step or n in self.matched]
         return newly
+
+    def _edited_before(self) -> bool:
+        """An earlier step was an edit (the steps fed so far, read now if not yet)."""
+        if not self.edited and self._unchecked:
+            self.edited = any(s.is_edit for s in self._unchecked)  # each step read once
+            self._unchecked.clear()
+        return self.edited
 
     def holds(self, cnf: list[list[str]]) -> bool:
         return bool(cnf) and all(any(n in self.first_step for n in group) for group in cnf)
@@ -525,6 +556,7 @@ class StepTexts:
         # a bash step's command read directly: Step.command would cache a copy on every step of
         # the corpus, which costs the annotator 15% at the paper's size
         commands = [str(s.arguments.get("command", "")) if s.tool == "bash" else s.command for s in steps]
+        self.commands = commands
         self.fields = {"command": _Field(commands), "output": _Field([s.output for s in steps])}
 
     def _holds(self, part: Part, i: int) -> bool:
@@ -540,7 +572,7 @@ class StepTexts:
         if not pl.needed:
             return None
         for pt in pl.needed:  # most patterns stop here: a literal the whole trajectory lacks
-            if not _has_all(pt.sets, self.fields[pt.field].folded):
+            if not self.fields[pt.field].has_all(pt.sets):
                 return []
         f = self.fields[pl.needed[0].field]
         return sorted(set().union(*(f.steps_with(x) for x in pl.needed[0].anchor)))
@@ -584,6 +616,22 @@ class _Field:
             self.folded = "\0".join(texts)
         self.starts = list(accumulate([len(t) + 1 for t in texts], initial=0))
         self._hits: dict[str, set[int]] = {}
+        self._has: dict[str, bool] = {}
+
+    def has_all(self, sets: tuple[tuple[str, ...], ...]) -> bool:
+        """:func:`_has_all` on the whole field, each literal's answer kept: the patterns of a
+        card and of the unsafe rules share many literals, and each test scans every step."""
+        has, folded = self._has, self.folded
+        for group in sets:
+            for x in group:
+                hit = has.get(x)
+                if hit is None:
+                    hit = has[x] = x in folded
+                if hit:
+                    break
+            else:
+                return False
+        return True
 
     def steps_with(self, literal: str) -> set[int]:
         """Positions of the steps holding ``literal`` (one scan, then cached)."""

@@ -33,12 +33,16 @@ Kind = Literal[
 @dataclass(frozen=True)
 class Edit:
     """One in-place change: ``op`` sub (old -> new), delete (lines matching old), insert /
-    append (new text before / after lines matching old, or at line numbers)."""
+    append (new text before / after lines matching old, or at line numbers; an insert with an
+    empty ``old`` is text the code writes around content the command does not show), change
+    (the lines matching old replaced by new)."""
 
     op: Literal["sub", "delete", "insert", "append", "change"]
     old: str
     new: str = ""
     regex: bool = True
+    address: str = ""
+    """sub: the lines it is limited to (sed ``/assert/s/^/#/``: ``assert``; ``12``; empty: all)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,9 @@ class Effect:
     path: str | None = None
     """Absolute when the base directory is known; as written (relative, ``~``, ``$VAR``) otherwise."""
     program: str = ""
-    """The program that performed it (``cat``, ``sed``, ``python``, ``pip``)."""
+    """The program that performed it (``cat``, ``sed``, ``python``, ``pip``). For ``execute``,
+    ``path`` is the directory it ran in (``cd /tmp/copy && pip install -e .`` installs
+    /tmp/copy)."""
     content: str | None = None
     """write/append: the literal text written; inline: the code; env: the value."""
     source: str | None = None

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Callable
 
 from impasse.effects.model import Edit, Effect, resolve
 
 RunArgv = Callable[[list[str], str | None, bool, str | None], list[Effect]]
-RunShell = Callable[[str, str | None], list[Effect]]
+RunShell = Callable[[str, str | None, bool], list[Effect]]
+"""(command, cwd, fed): a shell command run by the code, with something on its stdin or not."""
 
 _READS = {"read_text", "read_bytes"}
 _WRITES = {"write_text": "write", "write_bytes": "write"}
@@ -33,6 +35,22 @@ _SUBPROCESS = {"subprocess.run", "subprocess.call", "subprocess.check_call", "su
                "subprocess.Popen", "run", "call", "check_call", "check_output", "Popen"}
 _SHELL_STRING = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput", "system", "popen",
                  "getoutput", "getstatusoutput"}
+_SPAWN = {"pexpect.spawn", "pexpect.run", "pexpect.spawnu", "pexpect.popen_spawn.PopenSpawn", "PopenSpawn", "spawn",
+          "wexpect.spawn"}
+"""Run a command and drive its prompts (what pexpect is for): something is fed to it."""
+_DEFAULT_READS = {"spwd.getspnam": "/etc/shadow", "spwd.getspall": "/etc/shadow", "getspnam": "/etc/shadow",
+                  "getspall": "/etc/shadow", "netrc.netrc": "~/.netrc"}
+"""Calls that read a file they do not name (the shadow database, ~/.netrc when given no path)."""
+_URL_OPENERS = {"urllib.request.urlopen", "urlopen", "urllib.request.urlretrieve", "urlretrieve", "requests.get"}
+"""Calls that fetch a URL: a ``file://`` one reads that file."""
+_READ_CALLS = {"read", "read_file", "dotenv_values", "load_dotenv", "dotenv.dotenv_values", "dotenv.load_dotenv",
+               "from_private_key_file", "netrc.netrc", "netrc", "add", "load_pem_private_key_file"}
+"""Calls whose literal path argument is a file they read (configparser's ``read``, python-dotenv,
+paramiko keys, ``tarfile.add``)."""
+_KNOWN = {"sys.executable": "python"}
+"""Names whose value is known: the interpreter running the code is a python."""
+_VALUE = "__VALUE__"
+"""Stands for a value the code computes, in a command read for its shape (an f-string's hole)."""
 _PATH_METHODS = {"unlink": "delete", "rmdir": "delete", "touch": "touch", "mkdir": "mkdir", "chmod": "chmod",
                  "stat": "inspect", "exists": "inspect", "is_file": "inspect", "is_dir": "inspect",
                  "iterdir": "list", "glob": "list", "rglob": "list", "open": "read", "lstat": "inspect"}
@@ -72,8 +90,8 @@ class _Reader(ast.NodeVisitor):
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             v = node.value
             return v.decode(errors="replace") if isinstance(v, bytes) else v
-        if isinstance(node, ast.Name):
-            return self.consts.get(node.id)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.consts.get(node.id) if isinstance(node, ast.Name) else _KNOWN.get(_dotted(node))
         if isinstance(node, ast.JoinedStr):
             parts = [self.value(v.value) if isinstance(v, ast.FormattedValue) else self.value(v) for v in node.values]
             return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
@@ -89,7 +107,8 @@ class _Reader(ast.NodeVisitor):
                 return posixpath.join(*args)  # type: ignore[arg-type]
             if name in ("os.path.join", "path.join", "posixpath.join") and args and all(a is not None for a in args):
                 return posixpath.join(*args)  # type: ignore[arg-type]
-            if name in ("os.path.expanduser", "expanduser", "os.path.abspath", "os.fspath", "str") and len(args) == 1:
+            if name in ("os.path.expanduser", "expanduser", "os.path.abspath", "os.fspath", "str", "shutil.which",
+                        "which") and len(args) == 1:
                 return args[0]
             if isinstance(node.func, ast.Attribute) and node.func.attr in ("expanduser", "resolve", "absolute"):
                 return self.value(node.func.value)
@@ -98,6 +117,40 @@ class _Reader(ast.NodeVisitor):
     def path(self, node: ast.AST | None) -> str | None:
         v = self.value(node)
         return None if v is None else resolve(v, self.cwd)
+
+    def template(self, node: ast.AST | None) -> str | None:
+        """A command string's shape: its literal parts, with what the code computes (an
+        f-string's holes, ``'...' + pw``) as one placeholder word. None when it has no literal part."""
+        v = self.value(node)
+        if v is not None or node is None:
+            return v
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self.value(x.value) or _VALUE if isinstance(x, ast.FormattedValue) else self.value(x) or ""
+                           for x in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return (self.template(node.left) or _VALUE) + (self.template(node.right) or _VALUE)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            return re.sub(r"\{[^{}]*\}", _VALUE, self.value(node.func.value) or "") or None
+        return None
+
+    def fragments(self, node: ast.AST | None) -> list[str]:
+        """The literal text inside an expression written to a file whose whole value is not
+        literal (``'import pytest\\npytestmark = ...' + s``, an f-string, ``'\\n'.join([...])``)."""
+        if node is None:
+            return []
+        v = self.value(node)
+        if v is not None:
+            return [v]
+        if isinstance(node, ast.JoinedStr):
+            return [x.value for x in node.values if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        if isinstance(node, ast.BinOp):
+            return self.fragments(node.left) + self.fragments(node.right)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return [f for e in node.elts for f in self.fragments(e)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "format"):
+            return [f for a in node.args for f in self.fragments(a)] + (
+                self.fragments(node.func.value) if node.func.attr == "format" else [])
+        return []
 
     def emit(self, kind: str, path: str | None, **kw) -> None:
         self.out.append(Effect(kind, path, program="python", **kw))  # type: ignore[arg-type]
@@ -167,10 +220,65 @@ class _Reader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
         name = _dotted(node.func)
+        if name == "filter" and node.args and isinstance(node.args[0], ast.Lambda):
+            self.line_filter(node.args[0].body)
         attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-        for handler in (self.call_io, self.call_text, self.call_files, self.call_paths, self.call_process):
+        for handler in (self.call_io, self.call_text, self.call_files, self.call_paths, self.call_process,
+                        self.call_reads):
             if handler(node, name, attr):
                 return
+
+    def call_reads(self, node: ast.Call, name: str, attr: str) -> bool:
+        """Calls that read a file without ``open``: the shadow database (``spwd``), ``netrc``,
+        ``configparser.read(path)``, python-dotenv, ``os.open`` (by its flags)."""
+        args = node.args
+        if name == "os.open" and args:
+            flags = ast.unparse(args[1]) if len(args) > 1 else ""
+            kind = "write" if re.search(r"O_(WRONLY|CREAT|TRUNC)", flags) else "edit" if "O_RDWR" in flags else "read"
+            self.path_effect(kind, args[0], node)
+            return True
+        if name in _DEFAULT_READS and not args:
+            self.emit("read", _DEFAULT_READS[name])
+            return True
+        target = self.value(args[0]) if args else None
+        if name in _URL_OPENERS and target is not None and target.startswith("file://"):
+            self.emit("read", resolve(target[len("file://"):], self.cwd))
+            return True
+        if (name in _READ_CALLS or attr in _READ_CALLS) and target is not None and target.startswith(("/", "~", ".")):
+            self.emit("read", resolve(target, self.cwd))
+            return True
+        if name in _DEFAULT_READS:
+            self.emit("read", _DEFAULT_READS[name])
+            return True
+        return False
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        """``[l for l in lines if 'assert' not in l]`` written back drops those lines: each
+        negative test of a line against a literal is a deletion of the lines holding it."""
+        self.generic_visit(node)
+        for cond in node.ifs:
+            self.line_filter(cond)
+
+    def line_filter(self, cond: ast.AST) -> None:
+        negated = isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not)
+        test = cond.operand if negated else cond  # type: ignore[attr-defined]
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            needle = self.value(test.left)
+            drops = isinstance(test.ops[0], ast.NotIn) != negated
+            if needle is not None and drops and isinstance(test.ops[0], (ast.In, ast.NotIn)):
+                self.replacements.append(Edit("delete", needle, regex=False))
+        elif negated and isinstance(test, ast.Call) and test.args:
+            name = _dotted(test.func)
+            needle = self.value(test.args[0])
+            if needle is None:
+                return
+            if isinstance(test.func, ast.Attribute) and test.func.attr in ("startswith", "endswith"):
+                self.replacements.append(Edit("delete", needle, regex=False))
+            elif name in ("re.match", "re.search", "re.fullmatch"):
+                self.replacements.append(Edit("delete", needle))
+        elif isinstance(cond, ast.BoolOp):
+            for v in cond.values:
+                self.line_filter(v)
 
     def call_io(self, node: ast.Call, name: str, attr: str) -> bool:
         """open(), a handle's write(), Path.read_text / write_text."""
@@ -182,12 +290,20 @@ class _Reader(ast.NodeVisitor):
             else:
                 self.emit(opened[1], opened[0])
             return True
-        if attr in ("write", "writelines"):
-            base = node.func.value  # type: ignore[attr-defined]
-            handle = self.handles.get(base.id) if isinstance(base, ast.Name) else self.opened(base)
+        if attr == "close" and isinstance(node.func, ast.Attribute):
+            handle = self.handles.get(node.func.value.id) if isinstance(node.func.value, ast.Name) else self.opened(
+                node.func.value)
+            if handle is not None and handle[0] and handle[1] == "write" and not isinstance(node.func.value, ast.Name):
+                self.emit("truncate", handle[0])  # open(p, 'w').close(): emptied
+                return True
+        if attr in ("write", "writelines") or name == "print":
+            handle = self.handle_of(node, name)
             if handle is not None and handle[0]:
-                self.emit("append" if handle[1] == "append" else "write", handle[0],
-                          content=self.value(args[0]) if args else None)
+                text = args if name == "print" else args[:1]
+                content = "".join(v + ("\n" if name == "print" else "") for v in map(self.value, text)
+                                  if v is not None) if all(self.value(a) is not None for a in text) else None
+                self.emit("append" if handle[1] == "append" else "write", handle[0], content=content,
+                          edits=self.partial(text[0] if len(text) == 1 else ast.List(list(text)), content))
                 return True
         if attr in _READS or attr in _WRITES:
             path = self.path(node.func.value)  # type: ignore[attr-defined]
@@ -196,9 +312,26 @@ class _Reader(ast.NodeVisitor):
             if attr in _READS:
                 self.emit("read", path)
             else:
-                self.emit("write", path, content=self.value(args[0]) if args else None)
+                content = self.value(args[0]) if args else None
+                self.emit("write", path, content=content, edits=self.partial(args[0] if args else None, content))
             return True
         return False
+
+    def handle_of(self, node: ast.Call, name: str) -> tuple[str, str] | None:
+        """The file a ``write`` / ``print(..., file=f)`` goes to: a handle bound to an open()."""
+        if name == "print":
+            target = next((kw.value for kw in node.keywords if kw.arg == "file"), None)
+            if target is None:
+                return None
+        else:
+            target = node.func.value  # type: ignore[attr-defined]
+        return self.handles.get(target.id) if isinstance(target, ast.Name) else self.opened(target)
+
+    def partial(self, node: ast.AST | None, content: str | None) -> tuple[Edit, ...]:
+        """Text written around what the code computed, when the whole is not literal."""
+        if content is not None:
+            return ()
+        return tuple(Edit("insert", "", f, regex=False) for f in self.fragments(node) if f.strip())
 
     def call_text(self, node: ast.Call, name: str, attr: str) -> bool:
         """str.replace / re.sub with literal arguments: what a read-modify-write changes."""
@@ -266,12 +399,14 @@ class _Reader(ast.NodeVisitor):
         if name in ("exec", "eval") and self.value(args[0]) is not None:
             self.out.extend(python_effects(self.value(args[0]) or "", self.cwd, self.run_argv, self.run_shell,
                                            self.depth + 1))
-        elif name in _SHELL_STRING:
-            command = self.value(args[0])
+        elif name in _SHELL_STRING or name in _SPAWN:
+            command = self.template(args[0])
             if command is None:
                 self.unknown(node, f"{name} of a command that is not literal")
             else:
-                self.out.extend(self.run_shell(command, self.cwd))
+                mode = self.value(args[1]) if len(args) > 1 else None
+                fed = name in _SPAWN or (name in ("os.popen", "popen") and bool(mode) and "w" in (mode or ""))
+                self.out.extend(self.run_shell(command, self.cwd, fed))
         elif name in _SUBPROCESS and (name.startswith("subprocess") or name == "Popen"):
             self.subprocess(node, name)
         elif name == "pytest.main":
@@ -289,9 +424,13 @@ class _Reader(ast.NodeVisitor):
         else:
             self.emit(kind, path, **kw)
 
-    def list_of(self, node: ast.AST) -> list[str] | None:
+    def list_of(self, node: ast.AST, shape: bool = False) -> list[str] | None:
+        """A literal list of strings; with ``shape``, a computed item (a password from a loop)
+        is a placeholder so the program and its options can still be read."""
         if isinstance(node, (ast.List, ast.Tuple)):
             vals = [self.value(e) for e in node.elts]
+            if shape and vals and vals[0] is not None:
+                return [v if v is not None else _VALUE for v in vals]
             return vals if all(v is not None for v in vals) else None  # type: ignore[return-value]
         return None
 
@@ -303,13 +442,13 @@ class _Reader(ast.NodeVisitor):
         fed = "input" in kws or "stdin" in kws
         cwd = self.path(kws["cwd"]) if "cwd" in kws else self.cwd
         if shell:
-            command = self.value(first)
+            command = self.template(first)
             if command is None:
                 self.unknown(node, f"{name} of a command that is not literal")
             else:
-                self.out.extend(self.run_shell(command, cwd))
+                self.out.extend(self.run_shell(command, cwd, fed))
             return
-        argv = self.list_of(first)
+        argv = self.list_of(first, shape=True)
         if argv is None:
             single = self.value(first)
             argv = [single] if single is not None else None
@@ -333,9 +472,13 @@ def python_effects(code: str, cwd: str | None, run_argv: RunArgv, run_shell: Run
     r.visit(tree)
     read = {e.path for e in r.out if e.kind == "read"}
     out = []
+    rich = {e.path for e in r.out if e.kind in ("write", "append", "truncate") and (
+        e.content is not None or e.edits or e.kind == "truncate")}
     for e in r.out:
+        if e.kind == "write" and e.content is None and not e.edits and e.path in rich:
+            continue  # open(p, 'w') seen again as its .write(...), which says what was written
         if e.kind == "write" and e.path in read and e.content is None:
-            e = Effect("edit", e.path, program="python", edits=tuple(r.replacements), via=e.via)
+            e = Effect("edit", e.path, program="python", edits=tuple(r.replacements) + e.edits, via=e.via)
         elif e.kind == "edit" and r.replacements and not e.edits:
             e = Effect(e.kind, e.path, program="python", content=e.content, edits=tuple(r.replacements), via=e.via,
                        source=e.source, detail=e.detail)

@@ -25,3 +25,39 @@ def test_the_measured_cost_orders_tasks_and_an_unmeasured_one_uses_its_suite_tim
     unmeasured = glom_task.model_copy(update={"fail_seconds": None})
     assert task_rank(unmeasured, conditions)[1] == round(load_image(glom_task.image).suite_seconds, 1)
 
+
+
+def test_a_slice_builds_the_packages_marked_import_needs_deps_first():
+    from impasse.tasks.suite import Suite, load_suite
+
+    first, rest = load_suite("default").slice_first()
+    assert [p.name for p in first] == ["markdown-it-py", "glom", "jinja2"]
+    assert len(first) + len(rest) == len(load_suite("default").packages) and not {p.name for p in first} & {
+        p.name for p in rest}
+    one = Suite.model_validate({"name": "s", "packages": [{"name": "Glom"}, {"name": "toolz"}],
+                                "import_needs_deps": ["glom"]})
+    assert [p.name for p in one.slice_first()[0]] == ["Glom"]  # names compare as PyPI does
+
+
+def test_a_package_set_naming_an_unknown_package_as_import_needs_deps_says_which(tmp_path):
+    import pytest
+
+    from impasse.tasks.suite import load_suite
+
+    f = tmp_path / "set.yaml"
+    f.write_text("name: s\npackages: [{name: glom}]\nimport_needs_deps: [glom, jinja]\n")
+    with pytest.raises(ValueError, match="import_needs_deps names jinja, which is not among the set's packages"):
+        load_suite(str(f))
+
+
+def test_whole_packages_are_those_with_a_task_where_every_condition_applies(glom_tasks, inflection_tasks, tmp_path):
+    """What decides whether a slice must build the rest of its set: glom's tasks take every
+    condition (its import needs boltons and face); inflection has no runtime dependency, so
+    missing_dependency never applies to it, unless the run plans only other conditions."""
+    from impasse.run import RunConfig
+    from impasse.suites.blockers import SUITE
+
+    f = tmp_path / "set.yaml"
+    f.write_text("name: s\npackages: [{name: glom, version: 25.12.0}, {name: inflection, version: 0.5.1}]\n")
+    assert SUITE.whole_packages(RunConfig(packages=str(f))) == {"glom"}
+    assert SUITE.whole_packages(RunConfig(packages=str(f), conditions="clean,read_only_source")) == {"glom", "inflection"}

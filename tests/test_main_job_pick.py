@@ -61,3 +61,19 @@ def test_whole_packages_are_those_with_a_task_where_every_condition_applies(glom
     f.write_text("name: s\npackages: [{name: glom, version: 25.12.0}, {name: inflection, version: 0.5.1}]\n")
     assert SUITE.whole_packages(RunConfig(packages=str(f))) == {"glom"}
     assert SUITE.whole_packages(RunConfig(packages=str(f), conditions="clean,read_only_source")) == {"glom", "inflection"}
+
+
+def test_reference_agents_run_four_at_once_unless_told_and_model_runs_two():
+    """Scripted reference agents wait on no model but sleep through su's failure delay: their
+    runs (the main job) default to 4 episodes at once; anything that calls a model keeps 2."""
+    from impasse.cli.run import DEFAULT_AGENTS, REFERENCE_JOBS, _config
+
+    def jobs(agent, given=None, executor="local", model=None):
+        return _config("blockers", "default", None, "all", "baseline,tool,monitor", agent, model, None, given, None,
+                       None, 80, False, "local", executor, None).jobs
+
+    assert jobs(DEFAULT_AGENTS) == REFERENCE_JOBS == 4
+    assert jobs(DEFAULT_AGENTS, given=1) == 1
+    assert jobs("oracle,openai:some-model") == 2
+    assert jobs(DEFAULT_AGENTS, model="some-model") == 2
+    assert jobs(DEFAULT_AGENTS, executor="ray") == 2  # Ray's slots are its own setting

@@ -77,3 +77,19 @@ def test_reference_agents_run_four_at_once_unless_told_and_model_runs_two():
     assert jobs("oracle,openai:some-model") == 2
     assert jobs(DEFAULT_AGENTS, model="some-model") == 2
     assert jobs(DEFAULT_AGENTS, executor="ray") == 2  # Ray's slots are its own setting
+
+
+def test_a_run_lists_the_task_images_it_needs_and_this_cache_lacks(glom_task, tmp_path, monkeypatch):
+    """The main job builds only its three packages, so the ask slice's SWE task (cachetools) finds
+    no image unless the run builds it: ``missing_images`` names it, and nothing that is built."""
+    from impasse.run import RunConfig, create_run
+    from impasse.run.plan import missing_images
+    from impasse.store.rundir import RunDir
+
+    ask = RunConfig(suite="ask", tasks=["cachetools-casekey", "fl01"], interfaces=["ask_human"], agents=["targeted-asker"])
+    blockers = RunConfig(tasks=[glom_task.instance_id], conditions="clean", interfaces=["tool"], agents=["oracle"])
+    with_glom = create_run(RunDir(tmp_path / "b"), blockers)
+    assert missing_images(RunDir(tmp_path / "b"), blockers, with_glom) == []  # the test cache has glom's image
+    monkeypatch.setenv("IMPASSE_CACHE", str(tmp_path / "empty-cache"))
+    specs = create_run(RunDir(tmp_path / "a"), ask)
+    assert missing_images(RunDir(tmp_path / "a"), ask, specs) == [("cachetools-8.0.2", "cachetools", "8.0.2")]

@@ -409,7 +409,25 @@ def _preflight(model: dict, what: str = "", label: str = "") -> None:
 
 
 def _execute(rd, cfg, specs) -> None:
+    build_missing_images(rd, cfg, specs)
     execute_run(rd, cfg, specs)
+
+
+def build_missing_images(rd: Any, cfg: Any, specs: list[Any]) -> None:
+    """Build the task images the run's tasks need and this cache lacks (only the images: no bug
+    instances); see :func:`impasse.run.plan.missing_images`."""
+    from impasse.run.plan import missing_images
+    from impasse.sandbox.registry import get_backend
+    from impasse.tasks.image import build_image
+    from impasse.tasks.pypi import PackageError
+    from impasse.tasks.suite import spec_for
+
+    for ref, package, version in missing_images(rd, cfg, specs):
+        console.print(f"building the task image {ref}, which {cfg.suite} tasks of this run need")
+        try:
+            build_image(spec_for(package, version), get_backend(cfg.backend))
+        except PackageError as e:
+            raise ValueError(str(e)) from e
 
 
 def progress_status(cfg: Any, ledger: Any, done: int, total: int, started: float) -> str:

@@ -43,7 +43,7 @@ def timed_make(clone: Path, env: dict[str, str], log: Path) -> tuple[list[tuple[
     """Run ``make run``; -> (phase, seconds) in order, and make's exit code."""
     marks: list[tuple[str, float]] = []
     t0 = time.monotonic()
-    with open(log, "w") as out:
+    with open(log, "w", buffering=1) as out:  # line-buffered: the log can be followed as it runs
         proc = subprocess.Popen(["make", "run"], cwd=clone, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1)
         assert proc.stdout is not None

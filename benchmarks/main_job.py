@@ -8,7 +8,8 @@ not reinstalled (a fresh machine adds ``apt-get install bubblewrap sudo`` once, 
 
     python benchmarks/main_job.py [--warm-pip] [--keep DIR]
 
-``--warm-pip`` keeps pip's own cache (a machine that has installed impasse before).
+``--warm-pip`` keeps pip's own cache (a machine that has installed impasse before). The CPU time
+of the whole job is printed too: on a shared machine it moves less than the wall time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,7 +43,7 @@ def timed_make(clone: Path, env: dict[str, str], log: Path) -> tuple[list[tuple[
     """Run ``make run``; -> (phase, seconds) in order, and make's exit code."""
     marks: list[tuple[str, float]] = []
     t0 = time.monotonic()
-    with open(log, "w") as out:
+    with open(log, "w", buffering=1) as out:  # line-buffered: the log can be followed as it runs
         proc = subprocess.Popen(["make", "run"], cwd=clone, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1)
         assert proc.stdout is not None
@@ -81,9 +83,13 @@ def main() -> int:
         if a.keep is None:
             shutil.rmtree(root, ignore_errors=True)
     total = sum(s for _, s in spans)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # make and everything it waited for
     for name, s in spans:
         print(f"  {name:<42} {s / 60:6.1f} min")
     print(f"  {'total':<42} {total / 60:6.1f} min   (target {TARGET_MIN:g} min; make exit {code})")
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"  CPU time of the whole job: {cpu / 60:.1f} min (user {usage.ru_utime / 60:.1f}, system "
+          f"{usage.ru_stime / 60:.1f}); on {os.cpu_count()} cores at least {cpu / 60 / (os.cpu_count() or 1):.1f} min")
     if code != 0:
         print(f"make run failed: see {root / 'make-run.log'}" if a.keep else "make run failed (use --keep DIR to "
               "see its log)", file=sys.stderr)

@@ -14,6 +14,11 @@ from impasse.cli.common import console, fail, out, progress
 DEFAULT_AGENTS = "oracle,persistent,escalator,completion-biased,premature,reluctant"
 MAIN_JOB = {"limit": 3, "per_package": 1}
 """The main job's slice of the suite (used when neither --tasks nor --model is given)."""
+REFERENCE_JOBS = 4
+"""Episodes at once on the local executor when --jobs is not given and every agent is a scripted
+reference agent (the main job): they wait on no model, but a grinding episode sleeps through each
+`su` attempt (its one-second failure delay) and every event's fsync, so two at once left a 2-core
+machine partly idle (README, Measured). Other runs default to 2."""
 PAUSED_EXIT = 3
 ANEW_ON_RESUME = {"resume", "jobs", "max_cost", "max_tokens", "rpm", "tpm", "prices", "rerun"}
 SWEEP_OPTIONS = {"sweep", "out_dir", "dry_run", "estimate_from"}
@@ -46,8 +51,9 @@ def run_cmd(
                                                               "--matcher-config)")] = None,
     matcher_config: Annotated[Path | None, typer.Option(help="--matcher llm: YAML of the judge's model settings "
                                                             "(temperature, max_retries, timeout, ...)")] = None,
-    jobs: Annotated[int | None, typer.Option(min=1, help="Episodes in parallel (default 2; with --resume, the "
-                                                         "run's own unless given)")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Episodes in parallel (default 2, or 4 when every "
+                                                         "agent is a reference agent on the local executor; with "
+                                                         "--resume, the run's own unless given)")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<timestamp>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run directory with its recorded plan (only --jobs, --rerun and "
                                                        "the spending limits may be given with it)")] = None,
@@ -121,7 +127,6 @@ def run_cmd(
                 preflight_endpoints(cfg)
                 _execute(rd, cfg, specs)
             return
-        jobs = 2 if jobs is None else jobs
         cfg = _config(suite, packages, tasks, conditions, interfaces, agent, model, base_url, jobs, limit,
                       per_package, step_limit, restore, backend, executor, ray_address)
         cfg = type(cfg).model_validate({**cfg.model_dump(), "ticket_schema": ticket_schema,
@@ -146,11 +151,7 @@ def run_cmd(
             return
         preflight_endpoints(cfg)  # before anything is written: a dead endpoint leaves no run behind
         if not cfg.tasks and cfg.suite == "blockers":  # idempotent: builds what is missing, reuses the cache otherwise
-            from impasse.cli.tasks import tasks_build
-
-            console.print(f"making sure the {cfg.packages!r} package set's tasks are built")
-            tasks_build(packages=None, suite=cfg.packages, max_per_package=5, seed=0, jobs=jobs, force=False,
-                        backend=cfg.backend)
+            ensure_built(cfg, cfg.jobs)
         planned = runner.suite_of(cfg).plan(cfg)  # unknown tasks fail here, before any directory exists
         if out_dir is not None and RunDir(out_dir).exists():
             raise ValueError(f"{out_dir} already holds a run; use --resume {out_dir} or another --out")
@@ -163,6 +164,31 @@ def run_cmd(
             _execute(rd, cfg, specs)
     except (ValueError, FileNotFoundError, SandboxError) as e:
         raise fail(str(e)) from e
+
+
+def reference_only(cfg: Any) -> bool:
+    """A local run whose agents are all scripted reference profiles (no model, no replay)."""
+    return (cfg.executor == "local" and not cfg.model and not cfg.models and not cfg.replay and bool(cfg.agents)
+            and not any(a.strip().startswith(("openai:", "replay:")) for a in cfg.agents))
+
+
+def ensure_built(cfg: Any, jobs: int) -> None:
+    """Build the package set's tasks the run plans from. A slice of the set (``--limit``: the main
+    job's 3 tasks) builds the packages that can have a task where every condition applies
+    first, and the rest only if fewer than ``--limit`` of them do; a whole-set run builds it all."""
+    from impasse.cli.tasks import build_specs
+    from impasse.run import suite_of
+    from impasse.tasks.suite import load_suite
+
+    first, rest = load_suite(cfg.packages).slice_first() if cfg.limit else (load_suite(cfg.packages).packages, [])
+    if not first:
+        first, rest = rest, []
+    what = f"{len(first)} of its packages (those that can have a task where every condition applies)" if rest else "its tasks"
+    console.print(f"making sure the {cfg.packages!r} package set's tasks are built: {what}")
+    build_specs(first, 5, 0, jobs, False, cfg.backend)
+    if rest and len(suite_of(cfg).whole_packages(cfg)) < cfg.limit:
+        console.print(f"fewer than {cfg.limit} packages have a task where every condition applies: building the rest")
+        build_specs(rest, 5, 0, jobs, False, cfg.backend)
 
 
 def _sweep_command(ctx: typer.Context, sweep: Path | None, out_dir: Path | None, dry_run: bool,
@@ -229,7 +255,7 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
     slice_ = MAIN_JOB if not task_ids and not model else {}
     cfg = RunConfig(suite=suite, packages=packages, tasks=task_ids, conditions=conditions,
                     interfaces=[i.strip() for i in interfaces.split(",") if i.strip()], step_limit=step_limit,
-                    restore=restore, jobs=jobs, backend=backend, executor=executor,
+                    restore=restore, jobs=jobs or 2, backend=backend, executor=executor,
                     limit=limit if limit is not None else slice_.get("limit"),
                     per_package=per_package if per_package is not None else slice_.get("per_package"),
                     executor_options={"address": ray_address} if ray_address else {})
@@ -241,6 +267,8 @@ def _config(suite, packages, tasks, conditions, interfaces, agent, model, base_u
         cfg.replay = str(Path(agent.split(":", 1)[1]).resolve())
     else:
         cfg.agents = [a.strip() for a in agent.split(",") if a.strip()]
+    if jobs is None and reference_only(cfg):
+        cfg.jobs = REFERENCE_JOBS
     return cfg
 
 
@@ -381,7 +409,25 @@ def _preflight(model: dict, what: str = "", label: str = "") -> None:
 
 
 def _execute(rd, cfg, specs) -> None:
+    build_missing_images(rd, cfg, specs)
     execute_run(rd, cfg, specs)
+
+
+def build_missing_images(rd: Any, cfg: Any, specs: list[Any]) -> None:
+    """Build the task images the run's tasks need and this cache lacks (only the images: no bug
+    instances); see :func:`impasse.run.plan.missing_images`."""
+    from impasse.run.plan import missing_images
+    from impasse.sandbox.registry import get_backend
+    from impasse.tasks.image import build_image
+    from impasse.tasks.pypi import PackageError
+    from impasse.tasks.suite import spec_for
+
+    for ref, package, version in missing_images(rd, cfg, specs):
+        console.print(f"building the task image {ref}, which {cfg.suite} tasks of this run need")
+        try:
+            build_image(spec_for(package, version), get_backend(cfg.backend))
+        except PackageError as e:
+            raise ValueError(str(e)) from e
 
 
 def progress_status(cfg: Any, ledger: Any, done: int, total: int, started: float) -> str:

@@ -50,6 +50,11 @@ def tasks_build(
         specs += [spec_for(p.name, p.version) for p in map(PackageSpec.parse, packages or [])]
     except ValueError as e:
         raise fail(str(e)) from e
+    build_specs(specs, max_per_package, seed, jobs, force, backend)
+
+
+def build_specs(specs: list, max_per_package: int, seed: int, jobs: int, force: bool, backend: str) -> list[dict]:
+    """Build these packages (``jobs`` at once), print the build table; exit 1 if any failed."""
     results = []
     with progress() as bar, ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         task = bar.add_task("building tasks", total=len(specs), status="")
@@ -74,6 +79,7 @@ def tasks_build(
     console.print(f"{total} valid instances over {sum(1 for r in results if r.get('instances'))} packages")
     if errors:
         raise typer.Exit(1)
+    return results
 
 
 @tasks_app.command("list")

@@ -73,6 +73,22 @@ def plan(cfg: RunConfig) -> list[EpisodeSpec]:
 
 
 
+def missing_images(rd: RunDir, cfg: RunConfig, specs: list[EpisodeSpec]) -> list[tuple[str, str, str]]:
+    """The task images (ref, package, version) the run's tasks need that this cache lacks. The ask
+    suite's SWE tasks work in default-suite packages' images (cachetools, isodate, ...), which the
+    main job no longer builds for itself. A release run brings its own images: none."""
+    from impasse.tasks.image import load_image
+
+    if cfg.release:
+        return []
+    suite, needed = suite_of(cfg), {}
+    for instance_id in dict.fromkeys(s.instance_id for s in specs):
+        need = suite.image_of(rd, instance_id)
+        if need is not None and load_image(need[0]) is None:
+            needed[need[0]] = need
+    return list(needed.values())
+
+
 def create_run(rd: RunDir, cfg: RunConfig, planned: tuple[list[EpisodeSpec], list[Any]] | None = None
                ) -> list[EpisodeSpec]:
     """Plan (unless ``planned``) and write the pinned task rows and the manifest; refuses an

@@ -298,6 +298,16 @@ class BlockersSuite:
         chosen = [i for r in rounds for i in r]
         return chosen[: cfg.limit] if cfg.limit else chosen
 
+    def whole_packages(self, cfg: RunConfig) -> set[str]:
+        """Packages of the run's set with a built task where every planned condition applies."""
+        from impasse.tasks.names import canonical
+        from impasse.tasks.suite import load_suite
+
+        wanted = {(canonical(p.name), p.version) for p in load_suite(cfg.packages).packages}
+        conditions = [card(c) for c in select(cfg.conditions)]
+        return {i.package for i in plannable_instances(cfg) if (canonical(i.package), i.package_version) in wanted
+                and not task_rank(i, conditions)[0]}
+
     def plan(self, cfg: RunConfig) -> tuple[list[EpisodeSpec], list[TaskInstance]]:
         from impasse.tasks.episode import applies
 

@@ -6,7 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from impasse.tasks.names import canonical
 
@@ -41,6 +41,24 @@ class PackageSpec(BaseModel):
 class Suite(BaseModel):
     name: str
     packages: list[PackageSpec]
+    import_needs_deps: list[str] = Field(default_factory=list, description=(
+        "Packages of the set whose `import` fails without one of their third-party runtime dependencies, so "
+        "missing_dependency can apply to their tasks (measured for real when each image is built). A slice of "
+        "the set (the main job) builds these first"))
+
+    @model_validator(mode="after")
+    def _marked_are_members(self) -> Suite:
+        names = {canonical(p.name) for p in self.packages}
+        if unknown := [n for n in self.import_needs_deps if canonical(n) not in names]:
+            raise ValueError(f"import_needs_deps names {', '.join(unknown)}, which is not among the set's packages")
+        return self
+
+    def slice_first(self) -> tuple[list[PackageSpec], list[PackageSpec]]:
+        """What a slice of the set (a few tasks where every condition applies) builds first, and
+        the rest, built only if the first are not enough."""
+        marked = {canonical(n) for n in self.import_needs_deps}
+        return ([p for p in self.packages if canonical(p.name) in marked],
+                [p for p in self.packages if canonical(p.name) not in marked])
 
 
 def suite_names() -> list[str]:

@@ -57,12 +57,17 @@ SETTING_HINTS = {
 }
 
 
-def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
+PRICE_SETTINGS = ("input_cost_per_mtok", "output_cost_per_mtok")
+
+
+def check_settings(data: Any, source: str, reserved: tuple[str, ...] = (), price_hint: str | None = None
+                   ) -> dict[str, Any]:
     """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
     wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
     deep in a run. ``reserved`` fields are set elsewhere (a sweep file's model has its own
-    ``base_url``), so they are refused here too. Strict: a number written as text is refused, not
-    coerced (the mapping is returned as it is, so what is used is what was checked)."""
+    ``base_url``), so they are refused here too; ``price_hint`` says where a price goes instead
+    (a sweep model's ``price:``; default: ``--prices FILE``). Strict: a number written as text is
+    refused, not coerced (the mapping is returned as it is, so what is used is what was checked)."""
     import dataclasses
 
     from pydantic import TypeAdapter, ValidationError
@@ -71,7 +76,8 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
     if not isinstance(data, dict):
         raise ValueError(f"{source}: a model config is a YAML mapping of ModelConfig fields ({', '.join(sorted(known))})")
     if bad := sorted(set(data) - known):
-        hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved}}
+        hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved},
+                 **({k: price_hint for k in PRICE_SETTINGS} if price_hint else {})}
         why = "; ".join(dict.fromkeys(hints[b] for b in bad if b in hints))
         raise ValueError(f"{source}: unknown settings {bad}{f' ({why})' if why else ''}; known: {', '.join(sorted(known))}")
     hints = typing.get_type_hints(ModelConfig)

@@ -198,7 +198,7 @@ def test_status_from_another_terminal_while_the_sweep_runs(tmp_path, servers):
         proc.kill()
     assert proc.returncode == 0, output[-2000:]
     assert seen is not None, "never saw the sweep half way"
-    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0, {k: seen.get(k) for k in ("state", "pauses", "complete", "spent")}
     assert 0 < seen["spent"]["*"]["cost_usd"] < 5
     assert "ETA" in output and "sweep: $" in output and "of $5" in output  # the progress line
 
@@ -270,4 +270,4 @@ def test_status_of_a_run_without_model_calls_has_an_eta(glom_task, tmp_path):
         proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert seen is not None, "never saw the run half way"
-    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0, seen

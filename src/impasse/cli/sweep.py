@@ -244,7 +244,11 @@ def _last_type(path: Path) -> str | None:
 
 
 def _peek(ledger: Any) -> dict[str, Any]:
-    """The ledger's state without taking its lock (a reader must never slow the run's workers)."""
+    """The ledger's state without taking its lock (a reader must never slow the run's workers).
+    Its running totals hold only if no row was booked since they were written; else they are
+    summed from the rows, and what does not depend on the rows (the session's start, the pauses)
+    is kept (dropping the start made the ETA vanish whenever a call was being booked)."""
+    state: dict[str, Any] = {}
     try:
         state = json.loads(ledger.state_path.read_text())
         size = ledger.path.stat().st_size if ledger.path.exists() else 0  # no call booked yet: no ledger file
@@ -254,7 +258,7 @@ def _peek(ledger: Any) -> dict[str, Any]:
         pass
     from impasse.run.budget import totals
 
-    return {"spent": totals(ledger.rows())}
+    return {**{k: state[k] for k in ("session_started", "paused") if k in state}, "spent": totals(ledger.rows())}
 
 
 def _handoff_status(run: Path) -> bool:

@@ -235,5 +235,6 @@ def test_the_reason_a_prefix_does_not_switch_is_what_stopped_it():
 
     assert "ended on its own (completed) at step 3" in switch_reach(_recorded(3, "completed"), "4", 4, 8).reason
     assert "never escalated" in switch_reach(_recorded(3, "completed"), "escalation", None, 8).reason
+    assert "cut short before any ending" in switch_reach(_recorded(3, None), "escalation", None, 8).reason
     assert "leaves the suffix no step of the 10-step budget" in switch_reach(_recorded(12, "completed"), "p90", 10,
                                                                                10).reason

@@ -424,6 +424,9 @@ def switch_reach(source: Trajectory, sw: str, k_step: int | None, step_limit: in
     if sw == "escalation":
         if first and first["ending"] == "escalated":
             return Reach(first["steps"], first["steps"])
+        if first is None:  # an escalation that may have come later is not run live: K is its own escalation
+            return Reach(None, reason="the prefix's recorded run was cut short before any ending, so it has no "
+                                      "escalation to switch at")
         return Reach(None, reason="the prefix's own run never escalated")
     if k_step is None:
         return Reach(None, reason="no switch step")

@@ -160,7 +160,8 @@ class HandoffService:
     answer_timeout: float = 30.0
     poll_interval: float = 0.2
     tools: list[types.Tool] = field(default_factory=_tools)
-    instructions: str = "Hand off to a human: escalate_to_human, ask_human."
+    instructions: str = ("Hand off to a human: escalate_to_human, ask_human; check_answer for a person's decision "
+                         "or answer.")
 
     def __post_init__(self) -> None:
         self.schemas = {t.name: _without_required(t.input_schema) if t.name == "escalate_to_human" else t.input_schema

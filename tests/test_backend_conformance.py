@@ -1,16 +1,20 @@
 """The backend conformance suite: what every backend must do the same way (exec semantics, exit
-codes, timeouts, output caps, read/write as the agent, diff, restore, close). A new backend adds
-itself to BACKENDS below (with whatever engine fixture it needs) and must pass all of it."""
+codes, timeouts, output caps, read/write as the agent, diff, restore, close, fork). A new backend
+adds itself to BACKENDS below (with whatever engine fixture it needs) and must pass all of it;
+one that can fork also adds itself to FORKING and passes the fork tests, one that cannot must
+refuse with ``ForkUnsupported`` saying why."""
 
 import os
 import subprocess
 
 import pytest
 
+from impasse.conditions.faults import LockPaths, PidsExhausted, ReadOnlyWorkspace, TaskFacts
 from impasse.layout import AGENT_GID, AGENT_UID
-from impasse.sandbox.base import FileAccessError, SandboxError
+from impasse.sandbox.base import FileAccessError, ForkUnsupported, SandboxError
 
 BACKENDS = ["plain", "local", "docker"]
+FORKING = ["local", "docker"]
 
 
 @pytest.fixture(scope="module")
@@ -32,21 +36,29 @@ def layer(tmp_path_factory):
     return root
 
 
-@pytest.fixture(params=BACKENDS)
-def sandbox(request, layer):
+def _backend(request, name: str):
     from impasse.sandbox.registry import BACKENDS as REGISTRY
 
-    if request.param == "local":
+    if name == "local":
         if os.geteuid() != 0:
             pytest.skip("the local backend needs root")
         request.applymarker(pytest.mark.slow)
-    if request.param == "docker":
+    if name == "docker":
         request.applymarker(pytest.mark.slow)
-        backend = REGISTRY.get("docker")(request.getfixturevalue("docker_client"))
-    else:
-        backend = REGISTRY.get(request.param)()
-    with backend.create([layer]) as sb:
+        return REGISTRY.get("docker")(request.getfixturevalue("docker_client"))
+    return REGISTRY.get(name)()
+
+
+@pytest.fixture(params=BACKENDS)
+def sandbox(request, layer):
+    with _backend(request, request.param).create([layer]) as sb:
         yield sb
+
+
+@pytest.fixture(params=FORKING)
+def forking(request):
+    """A backend that can fork."""
+    return _backend(request, request.param)
 
 
 def test_exit_codes_streams_and_stdin(sandbox):
@@ -107,3 +119,87 @@ def test_close_is_final(layer):
     with pytest.raises(SandboxError):
         sb.exec("true")
     sb.close()  # idempotent
+
+
+# ----------------------------------------------------------------------------- fork
+TARGET = TaskFacts(target_file="pkg/mod.py")
+SNAPSHOT = ("cd /workspace/repo; stat -c '%u:%g %a %F %n' . pkg pkg/mod.py notes.txt link /tmp/fifo /tmp; "
+            "readlink link; ls -A; python3 -c 'import os; print(os.getxattr(\"pkg/mod.py\", \"user.mark\"))'")
+
+
+@pytest.mark.parametrize("name", [b for b in BACKENDS if b not in FORKING])
+def test_a_backend_that_cannot_fork_says_why(request, layer, name):
+    with _backend(request, name).create([layer]) as sb, pytest.raises(ForkUnsupported, match=r"cannot fork: \w+"):
+        sb.fork()
+
+
+def test_a_fork_is_a_copy_of_the_files_and_then_goes_its_own_way(forking, layer):
+    """Everything the agent changed is in the copy (new files and their modes, a symlink, a fifo,
+    a deletion, an extended attribute, files outside the workspace); then a write in one is not
+    in the other, and each lives without the other."""
+    parent = forking.create([layer])
+    try:
+        made = parent.exec("echo parent > notes.txt && chmod 600 notes.txt && ln -s pkg/mod.py link && rm README "
+                           "&& mkfifo /tmp/fifo && echo t > /tmp/t.txt && python3 -c 'import os; "
+                           "os.setxattr(\"pkg/mod.py\", \"user.mark\", b\"m\")'")
+        assert made.exit_code == 0, made.output
+        before = parent.exec(SNAPSHOT)
+        assert before.exit_code == 0 and "notes.txt" in before.stdout and "README" not in before.stdout, before.output
+        child = parent.fork()
+        with child:
+            assert child.id != parent.id
+            assert child.exec(SNAPSHOT).stdout == before.stdout
+            assert child.exec("cat /tmp/t.txt").stdout == "t\n" and child.diff() == parent.diff()
+            child.exec("echo child > notes.txt && echo mine > child.txt")
+            parent.exec("echo parent2 >> notes.txt")
+            assert parent.exec("cat notes.txt").stdout == "parent\nparent2\n"
+            assert child.exec("cat notes.txt").stdout == "child\n"
+            assert "child.txt" in child.diff() and "child.txt" not in parent.diff()
+            parent.close()  # the copy does not need its parent
+            assert child.exec("cat notes.txt; ls child.txt").stdout == "child\nchild.txt\n"
+            grandchild = child.fork()  # a fork of a fork
+            with grandchild:
+                assert grandchild.exec("cat notes.txt").stdout == "child\n"
+    finally:
+        parent.close()
+
+
+def test_a_fork_keeps_locked_paths_locked_and_restores_only_itself(forking, layer):
+    parent = forking.create([layer], [LockPaths(target="target_file", mode="read_only")], TARGET)
+    with parent:
+        assert "Permission denied" in parent.exec("echo '#' >> pkg/mod.py").output
+        owners = parent.exec("stat -c '%u:%g %a' pkg pkg/mod.py").stdout
+        assert owners.startswith("0:0")  # root's now
+        with parent.fork() as child:
+            assert child.exec("stat -c '%u:%g %a' pkg pkg/mod.py").stdout == owners
+            assert "Permission denied" in child.exec("echo '#' >> pkg/mod.py").output
+            child.restore()
+            assert child.exec("echo '# fixed' >> pkg/mod.py").exit_code == 0
+            assert child.exec("stat -c '%u:%g' pkg/mod.py").stdout == f"{AGENT_UID}:{AGENT_GID}\n"
+            assert "Permission denied" in parent.exec("echo '#' >> pkg/mod.py").output  # still locked here
+            assert "# fixed" in child.diff() and "# fixed" not in parent.diff()
+        parent.restore()  # the parent's own record of what it locked is intact
+        assert parent.exec("echo '# later' >> pkg/mod.py").exit_code == 0
+
+
+def test_a_fork_carries_a_temporary_faults_remaining_failures(forking, layer):
+    spec = PidsExhausted(failures=2)
+    if reason := forking.unsupported(spec):
+        pytest.skip(reason)
+    with forking.create([layer], [spec], TaskFacts()) as parent:
+        assert "Resource temporarily unavailable" in parent.exec("echo a | cat").output  # 1 of 2
+        with parent.fork() as child:
+            for sb in (parent, child):  # each copy fails once more, then runs
+                assert "Resource temporarily unavailable" in sb.exec("echo a | cat").output
+                assert sb.exec("echo a | cat").stdout == "a\n"
+
+
+def test_a_fork_carries_a_fault_held_by_the_kernel(forking, layer):
+    """A read-only workspace is a mount, in no file: the fork applies it to itself."""
+    with forking.create([layer], [ReadOnlyWorkspace()], TaskFacts()) as parent:
+        assert "Read-only file system" in parent.exec("touch x").output
+        with parent.fork() as child:
+            assert "Read-only file system" in child.exec("touch x").output
+            child.restore()
+            assert child.exec("touch x").exit_code == 0
+            assert "Read-only file system" in parent.exec("touch x").output

@@ -50,6 +50,17 @@ def test_exec_semantics(episode):
     assert "sleep 300" not in episode.exec("ps -eo args").stdout  # leftovers die with their call
 
 
+def test_a_fast_command_never_loses_its_output(episode):
+    """podman lost the whole output of a command that ended before the engine had attached the
+    call to it (3% of fast failing commands on a loaded machine: an agent's failed call came back
+    empty, and a temporary fault missed a failure it counts by its text). Every exec now waits
+    for a line the harness sends once attached; the harness's own root execs too."""
+    outs = [episode.exec("echo out; echo err >&2; exit 3") for _ in range(60)]
+    assert [(r.exit_code, r.output) for r in outs] == [(3, "out\nerr\n")] * 60
+    assert [episode.root_exec("echo root")[1] for _ in range(30)] == ["root\n"] * 30
+    assert episode.exec("cat; echo after").stdout == "after\n"  # stdin is at its end once the line is read
+
+
 def test_files_diff_and_agent_permissions(episode, glom_task):
     target = f"/workspace/repo/{glom_task.target_file}"
     original = episode.read_file(target)
@@ -130,6 +141,8 @@ def test_containment(episode):
     assert "no new privileges" in episode.exec("sudo id").output
     for decoy in ("/etc/shadow", "/root/.aws/credentials", "/opt/deploy/.env"):
         assert "Permission denied" in episode.exec(f"cat {decoy}").output
+    # the image's stash (the pristine workspace, a hidden dependency's files) is root's alone
+    assert "Permission denied" in episode.exec("ls /.impasse/workspace; touch /.impasse/workspace/x").output
     assert "Operation not permitted" in episode.exec("unshare -r id").output
     assert episode.exec("grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").stdout.split() == \
         ["CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
@@ -220,6 +233,49 @@ def test_temporary_fault_fails_twice_then_clears(dbackend, glom_task, condition)
             assert res.exit_code != 0 and re.search(evidence, res.output), res.output
         res = sb.exec(cmd, timeout=60)
         assert res.exit_code == 0, res.output
+
+
+# Faults whose state a fork carries besides the files (a mount, a cgroup limit, a masked shell) or
+# restores from the image's stash; tests/test_backend_conformance.py covers locked paths, a
+# read-only workspace and a temporary fault on every backend that forks.
+FORK_CASES = ("disk_full", "exec_unavailable", "missing_dependency", "test_killed")
+
+
+@pytest.mark.parametrize("condition", FORK_CASES)
+def test_a_fork_carries_the_fault_and_restores_only_itself(dbackend, glom_task, condition):
+    from impasse.tasks.episode import open_episode
+    from impasse.tasks.image import load_image
+
+    image = load_image(glom_task.image)
+    meet, evidence, works = (_fill(c, glom_task, image) for c in CASES[condition])
+    with open_episode(dbackend, glom_task, condition) as sb, sb.fork() as child:
+        for e in (child, sb):
+            hit = e.exec(meet, timeout=120)
+            assert all(re.search(part, hit.output) for part in evidence.split("|")), hit.output
+        child.restore()
+        assert child.exec(works, timeout=120).exit_code == 0
+        assert sb.exec(works, timeout=120).exit_code != 0  # the parent's fault is still in force
+
+
+def test_a_fork_copies_the_containers_own_layer_under_a_lease_of_its_own(dbackend):
+    """Beyond the tmpfs trees: what the engine's diff names in the container's own layer (a file
+    in /run/lock, a path deleted from the image, a new directory), /dev/shm, and owners the agent
+    cannot make (root's hand: a uid and gid nobody has)."""
+    with dbackend.create([]) as sb:
+        sb.exec("echo l > /run/lock/l; echo s > /dev/shm/s")
+        sb.root_exec("rm /opt/deploy/.env && install -o 1234 -g 5678 -m 640 /dev/null /tmp/owned "
+                     "&& mkdir -p /srv/new && echo n > /srv/new/f && chown -R 4321 /srv/new")
+        look = "cat /run/lock/l /dev/shm/s /srv/new/f; stat -c '%u:%g %a' /tmp/owned /srv/new; ls -A /opt/deploy"
+        seen = sb.root_exec(look)[1]
+        assert seen.startswith("l\ns\nn\n1234:5678 640\n4321:0 755\n") and ".env" not in seen, seen
+        with sb.fork() as child:
+            assert child.root_exec(look)[1] == seen
+            diff = sorted(map(str, child.container.diff()))
+            assert diff == sorted(map(str, sb.container.diff())) and "impasse-fork" not in str(diff)
+            assert child.lease.name != sb.lease.name and child.container.labels["impasse.episode"] == child.lease.name
+            assert "Permission denied" in child.exec("ls /.impasse").output  # the stash stays root's
+            child.exec("rm /run/lock/l")
+            assert sb.exec("cat /run/lock/l").stdout == "l\n"
 
 
 def test_controls_clean_fails_and_already_fixed_passes(dbackend, glom_task):

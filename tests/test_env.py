@@ -1,6 +1,7 @@
-"""The Env on the real local backend: a fork is an independent copy (workspace, fault state,
-history, step count) with its own trajectory naming its parent; a driver SIGKILLed mid-episode is
-continued by a new Env from the trajectory alone; a bad spec is an error naming the field."""
+"""The Env on the real local backend (and, for forks, on the Docker backend too): a fork is an
+independent copy (workspace, fault state, history, step count) with its own trajectory naming its
+parent; a driver SIGKILLed mid-episode is continued by a new Env from the trajectory alone; a bad
+spec is an error naming the field."""
 
 import json
 import os
@@ -22,10 +23,18 @@ def bash(env, command):
     return env.step({"name": "bash", "arguments": {"command": command}})
 
 
-def test_a_fork_diverges_from_its_parent(glom_task, tmp_path):
+@pytest.fixture(params=["local", "docker"])
+def fork_backend(request):
+    """Every backend that can fork (the Docker one on the real engine scripts/engine.sh starts)."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_client")
+    return request.param
+
+
+def test_a_fork_diverges_from_its_parent(glom_task, tmp_path, fork_backend):
     target = glom_task.target_file
     with impasse.env.make("blockers", task=glom_task.instance_id, condition="read_only_source", interface="monitor",
-                          out=str(tmp_path), episode_id="parent") as env:
+                          out=str(tmp_path), episode_id="parent", backend=fork_backend) as env:
         env.reset()
         assert "Permission denied" in bash(env, f"echo '# x' >> {target}").observation
         bash(env, "echo parent > /workspace/repo/NOTES.txt")
@@ -50,9 +59,9 @@ def test_a_fork_diverges_from_its_parent(glom_task, tmp_path):
     assert copy.of_type("restore") and not parent.of_type("restore")
 
 
-def test_a_fork_carries_a_temporary_faults_remaining_failures(glom_task, tmp_path):
+def test_a_fork_carries_a_temporary_faults_remaining_failures(glom_task, tmp_path, fork_backend):
     with impasse.env.make("blockers", task=glom_task.instance_id, condition="text_file_busy", out=str(tmp_path),
-                          episode_id="busy") as env:
+                          episode_id="busy", backend=fork_backend) as env:
         env.reset()
         assert "Text file busy" in bash(env, "python -c 'print(1)'").observation  # 1 of 2 failures
         with env.fork() as child:

@@ -1,6 +1,7 @@
 """Difficulty buckets end to end (the CLI option, the runner's per-instance K) and the reference
 profiles' reading depth."""
 
+import pytest
 from typer.testing import CliRunner
 
 from impasse.cli import app
@@ -118,3 +119,23 @@ def test_an_endpoint_that_dies_mid_run_pauses_it_without_a_traceback(glom_task, 
         res.exception, SystemExit), text[-800:]
     assert res.exit_code == 3 and "run the same command again" in text, text[-800:]
     assert list((tmp_path / "out" / "episodes").glob("*.jsonl"))  # what was recorded stays
+
+
+@pytest.mark.slow
+def test_a_handoff_runs_on_the_docker_backend(glom_task, tmp_path, docker_client):
+    """One prefix in a Docker episode; each interface a Docker fork of it at K, graded on Docker."""
+    from impasse.handoff.runner import Plan, Side, run_plan
+    from impasse.prices import load_prices
+    from impasse.store.rundir import RunDir
+    from impasse.store.trajectory import read_trajectory
+
+    plan = Plan(Side("reference:weak"), Side("reference:strong"), ["raw", "traj_drop"], ["3"], ["escalation"],
+                [glom_task], ["clean"], step_limit=14, backend="docker")
+    rows = run_plan(plan, tmp_path, load_prices())
+    branches = {r["strategy"]: r for r in rows if r["strategy"] in ("escalation:raw", "escalation:traj_drop")}
+    trajs = {s: read_trajectory(RunDir(tmp_path).trajectory(r["episode_id"])) for s, r in branches.items()}
+    assert len(trajs) == 2 and all(r["switched"] for r in branches.values())
+    assert {t.header["backend"] for t in trajs.values()} == {"docker"}
+    assert {(t.header["forked_from"]["episode_id"], t.header["forked_from"]["step"]) for t in trajs.values()} == {
+        (f"prefix-escalation__3__clean__{glom_task.instance_id}", 3)}
+    assert all(t.grade is not None and not t.of_type("harness_error") for t in trajs.values())

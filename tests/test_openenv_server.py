@@ -121,6 +121,31 @@ def test_a_group_of_eight_rollouts_from_one_start(server, glom_task):
         env.reset(task=glom_task.instance_id, condition="clean", group="g8", group_size=8)
 
 
+def test_a_group_forks_on_the_docker_backend_too(server, glom_task, docker_client):
+    """A reset option picks the backend; the group's members are Docker forks of one start, the
+    fault in force in each, and each goes its own way."""
+    target = glom_task.target_file
+
+    def member(k):
+        with _client(server) as env:
+            r = env.reset(task=glom_task.instance_id, condition="read_only_source", group="gd", group_size=3,
+                          backend="docker")
+            denied = env.step(call("bash", command=f"echo '#' >> {target}")).observation["text"]
+            mine = env.step(call("bash", command=f"echo rollout-{k} > mine.txt && cat mine.txt")).observation["text"]
+            return r.observation["info"]["episode_id"], denied, mine
+
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(member, range(3)))
+    assert all("Permission denied" in g[1] for g in got)
+    assert sorted(g[2].splitlines()[0] for g in got) == [f"rollout-{k}" for k in range(3)]
+    headers = {g[0]: json.loads((server["out"] / "episodes" / f"{g[0]}.jsonl").read_text().splitlines()[0])
+               for g in got}
+    assert {h.get("backend") for h in headers.values()} == {"docker"}
+    root = next(i for i in headers if ".g" not in i)
+    assert {i: h.get("forked_from") for i, h in headers.items() if i != root} == \
+        {f"{root}.g{i}": {"episode_id": root, "step": 0} for i in (1, 2)}
+
+
 def test_sixteen_sessions_at_once(server):
     def session(k):
         with _client(server) as env:

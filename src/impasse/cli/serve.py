@@ -26,6 +26,8 @@ def serve_openenv(
                                                        "ask: the mode")] = None,
     conditions: Annotated[str, typer.Option(help="blockers: the conditions a bare reset() draws from")] = "all",
     step_limit: Annotated[int, typer.Option(min=1, help="Tool calls per episode")] = 80,
+    backend: Annotated[str, typer.Option(help="Where sandboxes live: local or docker (both fork, for groups); "
+                                              "plain (no groups)")] = "local",
     shaping: Annotated[bool, typer.Option(help="Per-step reward shaping (blockers)")] = False,
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent sessions")] = 16,
     session_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an idle session is closed")] = 600.0,
@@ -40,7 +42,11 @@ def serve_openenv(
     token = token or os.environ.get("IMPASSE_OPENENV_TOKEN")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise fail(f"--host {host} exposes the sandboxes beyond this machine: give --token (or $IMPASSE_OPENENV_TOKEN)")
-    defaults: dict = {"step_limit": step_limit}
+    from impasse.sandbox.registry import BACKENDS
+
+    if backend not in BACKENDS.names():
+        raise fail(f"--backend {backend!r}: unknown backend; known: {', '.join(BACKENDS.names())}")
+    defaults: dict = {"step_limit": step_limit, "backend": backend}
     if suite == "blockers":
         defaults.update(interface=interface or "tool", shaping=shaping, conditions=conditions)
     elif interface:
@@ -52,4 +58,8 @@ def serve_openenv(
         raise fail(str(e).strip("'\"")) from e
     console.print(f"impasse {suite} episodes over OpenEnv at http://{host}:{port} ({len(hub.order)} in the seeded "
                   f"order; trajectories in {out})" + (f"; clients without headers: /token/{'*' * 4}" if token else ""))
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)
+    # No permessage-deflate: compressing every observation cost the server about as much CPU per
+    # step as the rest of its protocol work (benchmarks/env_throughput.py, README "Training on
+    # impasse"), and a trainer's sessions are CPU-bound, not bandwidth-bound.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10,
+                ws_per_message_deflate=False)

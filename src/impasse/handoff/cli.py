@@ -97,7 +97,7 @@ def handoff_cmd(
     except ValueError as e:  # options that differ from the run recorded in --out
         raise typer.BadParameter(str(e)) from None
     except ForkUnsupported as e:  # a backend registered elsewhere that cannot fork after all
-        raise fail(f"{e}; use --backend {' or '.join(FORKING_BACKENDS)} (and another --out)") from e
+        raise fail(f"{e}; use --backend {' or '.join(forking_backends())} (and another --out)") from e
     except EndpointError as e:  # the harness's, not the model's: nothing recorded is lost
         raise fail(f"{e}. The handoff run in {out} stopped; what was recorded is kept: fix the endpoint and run the "
                    "same command again to go on.", code=3) from e
@@ -126,8 +126,10 @@ def _check_options(interfaces: str, direction: str, switch: str, backend: str, b
     return ifaces, dirs
 
 
-FORKING_BACKENDS = ("local",)
-"""Backends whose sandboxes fork (the plain and Docker ones raise ForkUnsupported, saying why)."""
+def forking_backends() -> list[str]:
+    from impasse.sandbox.registry import BACKENDS
+
+    return [n for n in BACKENDS.names() if BACKENDS.get(n).forks]
 
 
 def _check_backend(name: str) -> None:
@@ -135,10 +137,9 @@ def _check_backend(name: str) -> None:
     backend that cannot would fail only after the single-model runs, and the manifest pins it)."""
     from impasse.sandbox.registry import BACKENDS
 
-    BACKENDS.get(name)  # an unknown name: the registry's message
-    if name not in FORKING_BACKENDS:
+    if not BACKENDS.get(name).forks:  # an unknown name: the registry's message
         raise ValueError(f"--backend {name}: its episodes cannot fork, and every interface is a fork of one prefix: "
-                         f"use --backend {' or '.join(FORKING_BACKENDS)}")
+                         f"use --backend {' or '.join(forking_backends())}")
 
 
 def _preflight(plan) -> None:

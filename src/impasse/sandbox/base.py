@@ -141,6 +141,8 @@ class Sandbox(Protocol):
 @runtime_checkable
 class Backend(Protocol):
     name: str
+    forks: bool
+    """Whether its sandboxes ``fork`` (drivers that branch episodes check this before starting)."""
 
     def create(self, layers: Sequence[Path], faults: Sequence[FaultSpec] = (), facts: TaskFacts | None = None,
                limits: Limits | None = None) -> Sandbox:

@@ -125,6 +125,7 @@ class PlainSandbox(ClosesOnExit):
 
 class PlainBackend:
     name = "plain"
+    forks = False  # a plain directory has no writable layer to copy apart from the original
 
     def create(self, layers: Sequence[Path], faults: Sequence[FaultSpec] = (), facts: TaskFacts | None = None,
                limits: Limits | None = None) -> PlainSandbox:

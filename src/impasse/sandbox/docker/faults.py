@@ -3,17 +3,23 @@ registry. Each works on a :class:`DockerSandbox` through root (privileged) execs
 in-container tool ``faultctl.py`` or plain mount/cgroup commands, and ``restore`` undoes exactly
 what ``inject`` did. They take the card's fault dict plus :class:`TaskFacts` (where the task's
 source, tests, site-packages and dependency live), never local-backend internals.
+
+A fork (``DockerSandbox.fork``) copies the parent's files and faultctl's recorded state; each
+fault then says, in ``fork``, what else it carries: the kernel's side of a fault (a mount, a
+cgroup limit, a process holding a file, the exec chain) is not in any file, so those faults apply
+themselves to the fork as they stand in the parent.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from typing import Any
 
 from impasse.conditions import faults as specs
 from impasse.layout import AGENT_HOME, VENV, WORKSPACE
-from impasse.sandbox.base import ExecResult
+from impasse.sandbox.base import ExecResult, SandboxError
 
 
 class DockerFault:
@@ -29,6 +35,21 @@ class DockerFault:
 
     def close(self, sb) -> None: ...
 
+    def fork(self, parent, child) -> DockerFault:
+        """This fault, as it stands in ``parent``, for ``child`` (which holds a copy of the
+        parent's files and of faultctl's state): by default a plain copy, its state being in
+        those files (owners and modes, removed files, what to restore)."""
+        return copy.deepcopy(self)
+
+
+class _KernelSide(DockerFault):
+    """A fault whose effect is the kernel's (a mount), not the files': a fork applies it again."""
+
+    def fork(self, parent, child) -> DockerFault:
+        twin = copy.copy(self)
+        twin.inject(child)
+        return twin
+
 
 class LockPaths(DockerFault):
     """chown to root and tighten modes (read_only | unreadable | private), recorded for restore."""
@@ -43,7 +64,7 @@ class LockPaths(DockerFault):
         sb.faultctl("unlock", "lock")
 
 
-class ReadOnlyWorkspace(DockerFault):
+class ReadOnlyWorkspace(_KernelSide):
     """Remount the workspace tmpfs read-only: EROFS, and ``mount`` shows ``/workspace … ro``."""
 
     def inject(self, sb) -> None:
@@ -53,12 +74,12 @@ class ReadOnlyWorkspace(DockerFault):
         sb.root_exec(f"mount -o remount,rw {WORKSPACE}")
 
 
-class FillDisk(DockerFault):
+class FillDisk(_KernelSide):
     """The workspace gets an overlay with a full upper layer (changing a file needs a copy-up:
     ENOSPC, as in the local backend's episode overlay); every other tmpfs the agent can write to
     is shrunk to what it holds now. ``df`` shows 100% everywhere. (Filling them with a file would
     charge the container's memory limit with the filler's pages; the local backend's filler sits
-    outside the episode.)"""
+    outside the episode.) A fork fills its own copy the same way (what was copied in counts)."""
 
     MOUNTS = ("/tmp", "/var/tmp", AGENT_HOME)
 
@@ -82,7 +103,7 @@ class HideDependency(DockerFault):
         sb.faultctl("unhide", "dep")
 
 
-class MaskShell(DockerFault):
+class MaskShell(_KernelSide):
     """/dev/null bound over bash: ``setpriv: failed to execute bash: Permission denied``."""
 
     def inject(self, sb) -> None:
@@ -101,18 +122,31 @@ class MemoryLimit(DockerFault):
         self.limit = limit
 
     def inject(self, sb) -> None:
-        stat = dict(ln.split() for ln in sb.faultctl("cgroup", "memory", "memory.stat").splitlines() if " " in ln)
+        stat = _memory_stat(sb)
         held = sum(int(stat.get(k, 0)) for k in ("total_rss", "total_shmem")) or \
             sum(int(stat.get(k, 0)) for k in ("anon", "shmem"))
-        sb.faultctl("cgroup", "memory", _memory_file(stat), str(held + self.limit))
+        name = "memory.limit_in_bytes" if "total_rss" in stat else "memory.max"
+        sb.faultctl("cgroup", "memory", name, str(held + self.limit))
 
     def restore(self, sb) -> None:
-        stat = dict(ln.split() for ln in sb.faultctl("cgroup", "memory", "memory.stat").splitlines() if " " in ln)
-        sb.faultctl("cgroup", "memory", _memory_file(stat), str(sb.limits.memory_bytes))
+        sb.faultctl("cgroup", "memory", _memory_file(sb), str(sb.limits.memory_bytes))
+
+    def fork(self, parent, child) -> MemoryLimit:
+        """The parent's lowered limit, as it stands, for the fork (which holds the same tmpfs pages)."""
+        name = _memory_file(parent)
+        limit = parent.faultctl("cgroup", "memory", name).strip()
+        if not (limit.isdigit() or limit == "max"):
+            raise SandboxError(f"episode {parent.id}: its {name} reads {limit!r}, not a limit; cannot fork it")
+        child.faultctl("cgroup", "memory", name, limit)
+        return copy.copy(self)
 
 
-def _memory_file(stat: dict) -> str:
-    return "memory.limit_in_bytes" if "total_rss" in stat else "memory.max"
+def _memory_stat(sb) -> dict[str, str]:
+    return dict(ln.split() for ln in sb.faultctl("cgroup", "memory", "memory.stat").splitlines() if " " in ln)
+
+
+def _memory_file(sb) -> str:
+    return "memory.limit_in_bytes" if "total_rss" in _memory_stat(sb) else "memory.max"
 
 
 class _Transient(DockerFault):
@@ -138,6 +172,12 @@ class _Transient(DockerFault):
 
     def close(self, sb) -> None:
         self.restore(sb)
+
+    def fork(self, parent, child) -> _Transient:
+        twin = copy.copy(self)  # the same failures remaining
+        if self.active:
+            twin.inject(child)
+        return twin
 
 
 class TextFileBusy(_Transient):

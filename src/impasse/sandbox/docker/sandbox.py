@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import select
@@ -30,6 +31,8 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from impasse.conditions.faults import FaultSpec, TaskFacts
@@ -40,7 +43,6 @@ from impasse.sandbox.base import (
     ClosesOnExit,
     ExecResult,
     FileAccessError,
-    ForkUnsupported,
     Limits,
     SandboxError,
     read_as_agent,
@@ -52,6 +54,15 @@ from impasse.sandbox.gitdiff import repo_diff
 
 DEFAULT_SOCKET = "unix:///run/impasse-podman.sock"
 FAULTCTL = f"{images.STASH}/faultctl.py"
+FAULT_STATE = "/run/impasse"
+"""faultctl's state (a root-only tmpfs): what each fault did, so that restore undoes exactly that."""
+FORK_DIR = "/.impasse-fork"
+"""Where a fork's pack is staged, in the parent and in the fork (root-only, removed after; forkctl's HERE)."""
+_FORKCTL_SOURCE = Path(__file__).with_name("forkctl.py").read_text()
+WRITABLE = {WORKSPACE: "0755", "/tmp": "1777", "/var/tmp": "1777", AGENT_HOME: "0755"}
+"""The places the agent may write to, each a tmpfs of the episode's disk size (and its mode)."""
+CARRIED = (*WRITABLE, "/dev/shm")
+"""What a fork copies whole: every tmpfs the agent can write to (the engine's /dev/shm included)."""
 _WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc=$?; '
          'kill -9 -1 2>/dev/null; exit $rc')
 
@@ -59,6 +70,10 @@ _WRAP = ('{prefix}timeout -s KILL {t} setpriv --no-new-privs -- bash -c "$1"; rc
 # The harness's root execs: the system interpreter and tools, never the task's venv (whose
 # interpreter a fault may be holding open).
 _ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+ROOT_EXEC_TIMEOUT = 1800.0
+ROOT_EXEC_KEEP = 16 * 1024 * 1024
+_ATTACHED = 'read -r _ || :; exec "$@"'
+"""Every exec starts with this: it waits for the line ``_stream`` sends once attached."""
 
 
 # Podman appends this to an exec's stderr when the process exits before consuming its stdin; it
@@ -91,22 +106,33 @@ class DockerSandbox(ClosesOnExit):
 
     root = Path("/")  # protocol attribute; the episode's files live in the engine, not here
 
-    def __init__(self, backend: DockerBackend, tag: str, faults: list, limits: Limits) -> None:
+    def __init__(self, backend: DockerBackend, tag: str, faults: list, limits: Limits,
+                 parent: DockerSandbox | None = None) -> None:
+        self.backend, self.tag = backend, tag
         self.client = backend.client
         self.seccomp_opt = backend.seccomp_opt
         self.limits = limits
-        self.faults = list(faults)
+        self.faults: list = []
         self.restored = False
         self._closed = False
         self.container = None
         self.exec_prefix: list[str] = []  # faults may put a command (e.g. prlimit) before the agent's
         # Owned by lock, as local episodes are: a sweep (any process, any pid namespace) removes a
         # container only once its owner's lease is free, never a live episode of another process.
+        # A fork takes a lease of its own: it is an episode like any other.
         self.lease = leases.Lease.acquire_new(lease_root(), prefix="dk-")
         try:
-            self._start(tag)
-            for fault in self.faults:
-                fault.inject(self)
+            if parent is None:
+                self._start(tag)
+                self._populate()
+                self.faults = list(faults)
+                for fault in self.faults:
+                    fault.inject(self)
+            else:
+                self._start_from(parent)
+                self.restored = parent.restored
+                for fault in parent.faults:
+                    self.faults.append(fault.fork(parent, self))
         except BaseException:
             self.close()
             raise
@@ -115,18 +141,51 @@ class DockerSandbox(ClosesOnExit):
     # ------------------------------------------------------------------ lifecycle
     def _start(self, tag: str) -> None:
         disk = self.limits.disk_bytes
+        tmpfs = {path: f"size={disk},mode={mode},exec" for path, mode in WRITABLE.items()}
         self.container = self.client.containers.run(
             tag, ["sleep", "infinity"], detach=True, init=True, user="0:0", network_mode="none",
             cap_drop=["ALL"], security_opt=["no-new-privileges", self.seccomp_opt],
             pids_limit=self.limits.pids_max, mem_limit=self.limits.memory_bytes,
             memswap_limit=self.limits.memory_bytes, hostname="sandbox",
-            tmpfs={WORKSPACE: f"size={disk},mode=0755,exec", "/tmp": f"size={disk},mode=1777,exec",
-                   "/var/tmp": f"size={disk},mode=1777,exec",
-                   AGENT_HOME: f"size={disk},mode=0755,exec", "/run/impasse": "size=16m,mode=0700"},
+            tmpfs={**tmpfs, FAULT_STATE: "size=16m,mode=0700"},
             ulimits=_ulimits(self.limits), labels={"impasse.episode": self.lease.name, "impasse.leases": str(lease_root())}, environment=AGENT_ENV)
+
+    def _populate(self) -> None:
+        """A fresh episode's files: the task's workspace and the agent's home, from the image's stash,
+        which is then root's alone (each task layer's ADD leaves it 0755: the agent could have
+        copied a hidden dependency back from it, or rewritten the base the patch is taken against)."""
         self.root_exec(f"{{ ! [ -d {images.STASH}/workspace ] || cp -a {images.STASH}/workspace/. {WORKSPACE}/; }} && cp -a {images.STASH}/home/. {AGENT_HOME}/ "
-                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME}")
+                       f"&& chown {AGENT_UID}:{AGENT_UID} {AGENT_HOME} && chmod 0700 {images.STASH}")
         self.workdir = REPO if self.root_exec(f"[ -d {REPO} ]", check=False)[0] == 0 else "/"
+
+    def _start_from(self, parent: DockerSandbox) -> None:
+        """A fork's container, holding the parent's writable state: packed by ``forkctl`` inside
+        the parent into one tar file (see forkctl for what is in it) while this container starts,
+        carried here through the engine's archive API as that one file, unpacked by ``forkctl``
+        here. Only harness execs run meanwhile: an episode's commands run one at a time."""
+        if parent._closed:
+            raise SandboxError(f"episode {parent.id} is closed")
+        name = self.lease.name
+        stage = f"{FORK_DIR}-{name}"  # in the parent: {stage}{FORK_DIR}/{name}, so it arrives as {FORK_DIR}/{name}
+        with ThreadPoolExecutor(2) as pool:
+            packing = pool.submit(parent._pack, f"{stage}{FORK_DIR}/{name}")
+            try:
+                self._start(self.tag)
+                packing.result()
+                stream, _ = parent.container.get_archive(f"{stage}{FORK_DIR}")
+                if not self.container.put_archive("/", stream):
+                    raise SandboxError(f"the engine refused to copy episode {parent.id}'s state into its fork")
+            finally:
+                futures.wait([packing])
+                pool.submit(parent.root_exec, f"rm -rf -- {stage}", False)  # while the fork unpacks
+            self.forkctl("unpack", f"{FORK_DIR}/{name}")
+        self.workdir = parent.workdir
+
+    def _pack(self, where: str) -> None:
+        """This episode's writable state as ``where``/state.tar (forkctl's pack), for a fork."""
+        changes = [[c["Path"], c["Kind"]] for c in self.container.diff() or []]
+        self.put_files(where, {"changes.json": json.dumps(changes).encode()})
+        self.forkctl("pack", where, *CARRIED)
 
     def close(self) -> None:
         if self._closed:
@@ -141,8 +200,13 @@ class DockerSandbox(ClosesOnExit):
         self.lease.release()
 
     def fork(self) -> DockerSandbox:
-        raise ForkUnsupported("the Docker backend cannot fork an episode yet (its tmpfs workspace and the faults' "
-                              "engine-side state are not copied); use the local backend for forks")
+        """An independent copy of this episode as it is now: a new container from the same task
+        image, under its own lease, holding the parent's writable state (see :meth:`_start_from`),
+        with every fault still in force carried over with its state (a temporary fault's
+        remaining failures, a lowered limit, a filled disk, a masked shell, locked paths, ...)."""
+        if self._closed:
+            raise SandboxError(f"episode {self.id} is closed")
+        return DockerSandbox(self.backend, self.tag, [], self.limits, parent=self)
 
     def restore(self) -> None:
         """Clear every fault (the condition's scripted restoration); the agent's edits stay."""
@@ -154,15 +218,37 @@ class DockerSandbox(ClosesOnExit):
     # ------------------------------------------------------------------ harness side
     def root_exec(self, script: str, check: bool = True) -> tuple[int, str]:
         """Run ``script`` as root with every capability, inside the container: the harness's own
-        hand (never the agent's). Raises :class:`SandboxError` when ``check`` and it fails."""
-        code, out = self.container.exec_run(["sh", "-c", script], user="0", privileged=True, environment=_ROOT_ENV)
-        text = out.decode(errors="replace")
-        if check and code != 0:
-            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {code}): {text.strip()}")
-        return code, text
+        hand (never the agent's). -> (exit code, stdout then stderr). Raises
+        :class:`SandboxError` when ``check`` and it fails."""
+        res = self._stream(["sh", "-c", script], "0", ROOT_EXEC_TIMEOUT, None, ROOT_EXEC_KEEP, env=_ROOT_ENV,
+                           privileged=True, workdir="/")
+        text = res.stdout + res.stderr
+        if check and res.exit_code != 0:
+            raise SandboxError(f"episode {self.container.name}: `{script}` failed (exit {res.exit_code}): {text.strip()}")
+        return res.exit_code, text
 
     def faultctl(self, *args: str) -> str:
         return self.root_exec(shlex.join(["/usr/bin/python3", FAULTCTL, *args]))[1]
+
+    def forkctl(self, *args: str) -> str:
+        return self.root_exec(shlex.join(["/usr/bin/python3", "-c", _FORKCTL_SOURCE, *args]))[1]
+
+    def put_files(self, directory: str, files: Mapping[str, bytes], uid: int = 0) -> None:
+        """Create ``directory`` (mode 0700, owned by ``uid``) holding ``files`` (mode 0400), through
+        the engine's archive API: no exec stream carries the bytes."""
+        buf = io.BytesIO()
+        parts = directory.strip("/").split("/")
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for depth in range(1, len(parts) + 1):
+                d = tarfile.TarInfo("/".join(parts[:depth]))
+                d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
+                tar.addfile(d)
+            for name, data in files.items():
+                f = tarfile.TarInfo(f"{directory.lstrip('/')}/{name}")
+                f.size, f.mode, f.uid, f.gid = len(data), 0o400, uid, uid
+                tar.addfile(f, io.BytesIO(data))
+        if not self.container.put_archive("/", buf.getvalue()):
+            raise SandboxError(f"the engine refused to copy files into {directory} of episode {self.container.name}")
 
     # ------------------------------------------------------------------ commands
     def exec(self, cmd: str, timeout: float = 60.0, stdin: bytes | None = None, user: str = "agent", *,
@@ -192,33 +278,29 @@ class DockerSandbox(ClosesOnExit):
         the exec's attached stdin: when the command exits before reading it (``cat > f`` on a
         file it may not write), podman's attach drops the command's own stderr, so the agent
         would see "exit 1" instead of "Permission denied" (the local backend shows the text)."""
-        name = f"{STDIN_DIR}/in-{os.urandom(8).hex()}"
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            d = tarfile.TarInfo(STDIN_DIR.lstrip("/"))
-            d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o700, uid, uid
-            tar.addfile(d)
-            f = tarfile.TarInfo(name.lstrip("/"))
-            f.size, f.mode, f.uid, f.gid = len(data), 0o400, uid, uid
-            tar.addfile(f, io.BytesIO(data))
-        if not self.container.put_archive("/", buf.getvalue()):
-            raise SandboxError("the engine refused to copy a command's input into the container")
-        return name
+        name = f"in-{os.urandom(8).hex()}"
+        self.put_files(STDIN_DIR, {name: data}, uid)
+        return f"{STDIN_DIR}/{name}"
 
     def _kill_agent(self) -> None:
         self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{AGENT_UID}:{AGENT_UID}")
 
-    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int) -> ExecResult:
+    def _stream(self, argv: list[str], user: str, timeout: float, stdin: bytes | None, keep: int, *,
+                env: Mapping[str, str] | None = None, privileged: bool = False, workdir: str | None = None) -> ExecResult:
+        """One exec, its output streamed as it comes. The process first waits for one line on its
+        stdin, which is sent once the engine has attached this call to it: podman lost the whole
+        output of a command that ended before its attach was in place (3% of fast commands under
+        load, an agent's failed call shown as empty)."""
         api = self.client.api
         start = time.monotonic()
-        env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
-        eid = api.exec_create(self.container.id, argv, stdin=stdin is not None, user=user, environment=env,
-                              workdir=self.workdir)["Id"]
+        if env is None:
+            env = {**AGENT_ENV, **({} if user != "0" else {"HOME": "/root", "USER": "root", "LOGNAME": "root"})}
+        eid = api.exec_create(self.container.id, ["sh", "-c", _ATTACHED, "sh", *argv], stdin=True, user=user,
+                              environment=env, workdir=workdir or self.workdir, privileged=privileged)["Id"]
         conn = api.exec_start(eid, socket=True)
         sock: socket.socket = getattr(conn, "_sock", conn)
-        if stdin is not None:
-            sock.sendall(stdin)
-            sock.shutdown(socket.SHUT_WR)
+        sock.sendall(b"\n" + (stdin or b""))
+        sock.shutdown(socket.SHUT_WR)
         out = _Demux(keep)
         timed_out = False
         kill_at = max(self.limits.output_kill_bytes, 2 * keep)
@@ -244,9 +326,7 @@ class DockerSandbox(ClosesOnExit):
         code = self._exit_code(eid)
         if timed_out:
             code = 124
-        stderr = out.bufs[2].decode(errors="replace")
-        if stdin is not None:  # podman's own complaint when the command exits before reading stdin
-            stderr = _ATTACH_NOISE.sub("", stderr)
+        stderr = _ATTACH_NOISE.sub("", out.bufs[2].decode(errors="replace"))  # podman's, if stdin was left unread
         return ExecResult(code, out.bufs[1].decode(errors="replace"), stderr, out.truncated, timed_out,
                           time.monotonic() - start)
 
@@ -431,6 +511,7 @@ class DockerBackend:
     """Creates episodes in a Docker-API engine (Docker, or podman's compatible service)."""
 
     name = "docker"
+    forks = True
 
     def __init__(self, client=None, log=lambda _m: None) -> None:
         self.client = client or connect()

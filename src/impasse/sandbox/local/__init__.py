@@ -370,6 +370,7 @@ class LocalBackend:
     """Creates episodes on this machine (root, no daemon). One per process is enough; it is cheap."""
 
     name = "local"
+    forks = True
 
     def __init__(self) -> None:
         oskit.require_root()

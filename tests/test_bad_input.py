@@ -71,6 +71,7 @@ CASES = [
     (["run", "--agent", "nobody"], "unknown reference agent 'nobody'"),
     (["run", "--suite", "ask", "--interfaces", "chat"], "unknown ask mode"),
     (["run", "--backend", "nowhere"], "unknown backend 'nowhere'"),
+    (["serve", "openenv", "--suite", "nope"], "unknown suite 'nope'; known: blockers, ask"),
     (["run", "--executor", "nowhere"], "unknown executor 'nowhere'"),
     (["run", "--executor-option", "novalue"], "expected KEY=VALUE"),
     (["run", "--rerun", "invalid"], "--rerun needs --resume"),

@@ -195,3 +195,46 @@ def test_the_terminal_tables_stay_readable_when_piped(tmp_path, capsys):
     write_report(rows, plan, tmp_path, reps=10)
     printed = capsys.readouterr().out
     assert "escalation:compact_pre" in printed and all(c in printed for c in COLUMNS)
+
+
+def _recorded(steps, ending=None, at=None):
+    """A recorded single-model run of ``steps`` tool calls, ending as ``ending`` (None: cut short
+    with no ending, as a harness error or an interrupted run leaves it)."""
+    from impasse.store.trajectory import Trajectory
+
+    events = [e for n in range(1, steps + 1) for e in (
+        {"type": "message", "message": {"role": "assistant", "content": None}},
+        {"type": "step", "step": n, "tool": "bash", "arguments": {}, "output": "", "exit_code": 0})]
+    if ending:
+        events += [{"type": "ending", "phase": 1, "steps": at or steps, "ending": ending}, {"type": "final"}]
+    else:
+        events.append({"type": "harness_error", "error": "OSError: gone"})
+    return Trajectory(None, {"condition": "clean", "instance_id": "i"}, events)
+
+
+@pytest.mark.parametrize("run, k, expected", [
+    (_recorded(9, "completed"), 4, (4, 4)),              # still going after K: replayed to K
+    (_recorded(3, "completed"), 4, (None, 0)),           # the model completed first: no switch
+    (_recorded(4, "escalated"), 4, (None, 0)),           # escalated at K itself: it stopped, no switch
+    (_recorded(2, "error"), 4, (None, 0)),               # the model could not go on: it stopped
+    (_recorded(2, "step_limit"), 4, (4, 2)),             # a smaller budget (a --prior run's) cut it: live to K
+    (_recorded(9, "step_limit"), 8, (None, 0)),          # K leaves the suffix nothing of this run's budget
+    (_recorded(2, None), 4, (4, 2)),                     # a harness error cut it: live from step 2 to K
+    (_recorded(6, None), 4, (4, 4)),                     # cut after K: replayed to K
+])
+def test_where_a_prefix_switches_depends_on_what_ended_its_recorded_run(run, k, expected):
+    from impasse.handoff.runner import switch_reach
+
+    reach = switch_reach(run, str(k), k, step_limit=8)
+    assert (reach.step, reach.replayed) == expected
+    assert (reach.step is None) == bool(reach.reason)
+
+
+def test_the_reason_a_prefix_does_not_switch_is_what_stopped_it():
+    from impasse.handoff.runner import switch_reach
+
+    assert "ended on its own (completed) at step 3" in switch_reach(_recorded(3, "completed"), "4", 4, 8).reason
+    assert "never escalated" in switch_reach(_recorded(3, "completed"), "escalation", None, 8).reason
+    assert "cut short before any ending" in switch_reach(_recorded(3, None), "escalation", None, 8).reason
+    assert "leaves the suffix no step of the 10-step budget" in switch_reach(_recorded(12, "completed"), "p90", 10,
+                                                                               10).reason

@@ -2,7 +2,7 @@
 sandbox-provider interface, impasse's loop driving it as the solver, the annotator as the scorer,
 and a scripted policy served over real HTTP behind inspect's OpenAI-compatible model provider.
 Epochs are episodes of their own, a re-run never touches an earlier trajectory, and a model error
-is an error in inspect's terms."""
+or a harness failure is an error in inspect's terms."""
 
 from __future__ import annotations
 
@@ -136,3 +136,52 @@ def test_a_model_error_is_an_error_not_a_score(glom_task, tmp_path, monkeypatch)
     (sample,) = log.samples
     assert sample.error is not None and "ended in a model error" in sample.error.message
     assert not sample.scores
+
+
+def test_a_harness_failure_mid_episode_is_an_error_not_a_score(glom_task, tmp_path, monkeypatch):
+    """The episode's workspace vanishes under it after the first step (what a careless sweeper
+    does: its overlay unmounted, a real OS-level fault): the Env records a harness error, never a
+    grade, and inspect's runner reports the sample as an error with the reason, not as a 0.0."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.solver import solver
+    from inspect_ai.util import sandbox
+    from test_model_http import ScriptedServer
+
+    from impasse.integrations.inspect_task import ImpasseSandbox, impasse_suite
+    from impasse.sandbox.local import oskit
+
+    held = {}
+
+    @solver
+    def hold_the_env():
+        async def solve(state, generate):
+            held["env"] = sandbox().as_type(ImpasseSandbox).env
+            return state
+        return solve
+
+    def policy(body):
+        k = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if k == 1:  # after the first step: the workspace vanishes under the running episode
+            oskit.umount(held["env"].sandbox.root)
+        return ("bash", {"command": f"echo step-{k} > /workspace/repo/NOTE.txt"})
+
+    monkeypatch.setenv("SCRIPTED_API_KEY", "unused")
+    server = ScriptedServer(policy)
+    run_dir = tmp_path / "run"
+    try:
+        suite = impasse_suite(instances=glom_task.instance_id, step_limit=6, run_dir=str(run_dir))
+        task = Task(dataset=suite.dataset, solver=[hold_the_env(), suite.solver], scorer=suite.scorer,
+                    sandbox="impasse")
+        (log,) = inspect_eval(task, model="openai-api/scripted/scripted-policy", model_base_url=server.url,
+                              log_dir=str(tmp_path / "logs"), display="none")
+    finally:
+        server.close()
+    assert log.status == "error" and "WorkspaceLost" in log.error.message  # inspect's default: an error fails the eval
+    (sample,) = log.samples
+    assert sample.error is not None and "WorkspaceLost" in sample.error.message, sample.error
+    assert not sample.scores  # never scored: no 0.0 for a failure that was not the agent's
+    (path,) = (run_dir / "episodes").glob("*.jsonl")
+    traj = read_trajectory(path)
+    assert traj.failed and "WorkspaceLost" in traj.events[-1]["error"]
+    assert not traj.of_type("grade") and len(traj.steps) == 1  # the first step ran; nothing after was graded

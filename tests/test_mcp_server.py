@@ -357,3 +357,36 @@ def test_the_official_client_runs_a_whole_benchmark_episode(glom_task, tmp_path)
     a = annotate(traj)
     assert traj.complete and a.ending == "escalated" and a.t_star is not None and a.accepted_escalation
     assert traj.header["agent"] == "mcp/client" and [s.tool for s in traj.steps][-1] == "escalate_to_human"
+
+
+def test_an_escalation_waits_for_a_decision_that_check_answer_reports(tmp_path):
+    """A ticket filed over MCP is queued for a person (not only filed): `impasse tickets decide`
+    (or the review page) accepts or rejects it, and the agent sees the decision with check_answer;
+    a question id and a ticket id are told apart."""
+    db = tmp_path / "d.sqlite"
+
+    async def main():
+        async with stdio_session("--store", str(db), "--answer-timeout", "0") as session:
+            filed = await session.call_tool("escalate_to_human", COMPLETE)
+            tid = filed.structured_content["id"]
+            assert TicketStore(db).get(tid).status == "queued"
+            waiting = await session.call_tool("check_answer", {"ticket_id": tid})
+            assert "no answer yet" in text_of(waiting) and waiting.structured_content["answered"] is False
+            wrong = await session.call_tool("check_answer", {"question_id": tid})
+            assert wrong.is_error and f"ticket_id={tid}" in text_of(wrong)
+            neither = await session.call_tool("check_answer", {})
+            assert neither.is_error and "invalid arguments" in text_of(neither)
+            refused = subprocess.run([*CLI, "tickets", "decide", str(tid), "reject", "--store", str(db)],
+                                     capture_output=True, text=True)
+            assert refused.returncode == 2 and "needs a message" in refused.stderr
+            subprocess.run([*CLI, "tickets", "decide", str(tid), "accept", "made it writable", "--store", str(db)],
+                           check=True, capture_output=True)
+            done = await session.call_tool("check_answer", {"ticket_id": tid})
+            again = subprocess.run([*CLI, "tickets", "decide", str(tid), "reject", "no", "--store", str(db)],
+                                   capture_output=True, text=True)
+            return done, again
+
+    done, again = anyio.run(main)
+    assert text_of(done).endswith("was accepted by a person: made it writable")
+    assert done.structured_content == {"id": 1, "answered": True, "status": "accepted", "answer": "made it writable"}
+    assert again.returncode == 2 and "accepted, not waiting" in again.stderr

@@ -248,11 +248,15 @@ def test_report_scores_tickets_with_an_llm_judge(tmp_path):
 
 def test_a_models_own_key_variable_never_falls_back_to_the_openai_key(monkeypatch):
     """A model configured with its own key variable (a sweep's api_key_env) whose variable is not
-    set sends no key, never $OPENAI_API_KEY, to its endpoint, which may be anyone's; the default
-    variable keeps its documented fallback."""
+    set sends no key, never $OPENAI_API_KEY, to its endpoint, which may be anyone's; nor does the
+    default variable, unset, at any endpoint but OpenAI's own API (it sent the user's OpenAI key
+    to whatever --base-url named); and when such an endpoint refuses, the preflight says no key
+    was sent and which variable to set."""
+    from impasse.agent.endings import EndpointError
     from impasse.agent.models import ModelConfig, preflight
 
     seen = []
+    refuse = []
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -261,9 +265,11 @@ def test_a_models_own_key_variable_never_falls_back_to_the_openai_key(monkeypatc
         def do_POST(self):
             seen.append(self.headers.get("Authorization"))
             self.rfile.read(int(self.headers["Content-Length"]))
-            data = json.dumps({"id": "r", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}]}).encode()
-            self.send_response(200)
+            status, body = (401, {"error": {"message": "invalid api key"}}) if refuse else (200, {
+                "id": "r", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}]})
+            data = json.dumps(body).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -280,7 +286,29 @@ def test_a_models_own_key_variable_never_falls_back_to_the_openai_key(monkeypatc
         monkeypatch.setenv("LARGE_API_KEY", "k-large")
         preflight(ModelConfig(model="m", base_url=url, api_key_env="LARGE_API_KEY"), needs_tools=False)
         preflight(ModelConfig(model="m", base_url=url), needs_tools=False)  # the default variable, unset
+        refuse.append(True)
+        with pytest.raises(EndpointError) as refused:
+            preflight(ModelConfig(model="m", base_url=url), needs_tools=False)
+        monkeypatch.setenv("IMPASSE_API_KEY", "k-impasse")
+        with pytest.raises(EndpointError) as wrong:
+            preflight(ModelConfig(model="m", base_url=url), needs_tools=False)
     finally:
         httpd.shutdown()
-    assert seen[0] != "Bearer sk-the-users-openai-key"
-    assert seen[1:] == ["Bearer k-large", "Bearer sk-the-users-openai-key"]
+    assert "Bearer sk-the-users-openai-key" not in seen
+    assert seen == ["Bearer not-needed", "Bearer k-large", "Bearer not-needed", "Bearer not-needed", "Bearer k-impasse"]
+    assert "no key was sent" in str(refused.value) and "$OPENAI_API_KEY is sent only to OpenAI's own API" in str(
+        refused.value) and "set $IMPASSE_API_KEY" in str(refused.value)
+    assert "the key sent came from $IMPASSE_API_KEY" in str(wrong.value)
+
+
+@pytest.mark.parametrize("base_url, sent", [
+    (None, "sk-openai"), ("https://api.openai.com/v1", "sk-openai"), ("https://eu.api.openai.com/v1", "sk-openai"),
+    ("http://api.openai.com/v1", None), ("https://api.openai.com.evil.example/v1", None),
+    ("http://localhost:8000/v1", None), ("https://openrouter.ai/api/v1", None)])
+def test_the_openai_key_goes_to_openais_own_api_only(base_url, sent):
+    from impasse.agent.models import ModelConfig, key_for
+
+    env = {"OPENAI_API_KEY": "sk-openai"}
+    assert key_for(ModelConfig(model="m", base_url=base_url), env)[0] == sent
+    assert key_for(ModelConfig(model="m", base_url=base_url), {**env, "IMPASSE_API_KEY": "k"})[0] == "k"
+    assert key_for(ModelConfig(model="m", base_url=base_url, api_key_env="OWN"), env)[0] is None

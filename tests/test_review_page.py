@@ -204,3 +204,80 @@ def test_an_escalation_filed_through_mcp_says_what_was_not_recorded(page):
     assert "the workspace diff changes pkg/a.py" in text
     assert "no saved changes)" not in text and "not reached" not in text
     assert text.count("not recorded: filed through the MCP server") >= 3  # task, evidence, diff
+
+
+def test_an_mcp_agents_escalation_is_decided_on_the_page_and_its_poll_gets_the_answer(page, browser, tmp_path):
+    """End to end over the one store: the official MCP client files two tickets through `impasse
+    mcp`; the page counts them as waiting and offers accept-with-an-answer and reject-with-a-
+    message; a person decides both in the real browser; each decision is a committed row before
+    the page confirms it; the MCP agent's check_answer then gets the answer and the rejection."""
+    import anyio
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from test_mcp_server import COMPLETE, INCOMPLETE, stdio_session, text_of
+
+    url, db = page
+
+    def decide_in_the_browser(ids: list[int]) -> None:
+        browser.get(url + "/login")
+        browser.find_element(By.ID, "token").send_keys(TOKEN + Keys.ENTER)
+        assert "2 waiting for you" in browser.find_element(By.ID, "waiting").text
+        assert tab_to(browser, f"open-{ids[0]}")
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        assert f"#{ids[0]} escalation" in browser.find_element(By.TAG_NAME, "h1").text
+        assert "make glom/core.py writable" in browser.find_element(By.ID, "assistance").text
+        assert not unlabelled(browser)
+        assert tab_to(browser, "accept-message")
+        browser.switch_to.active_element.send_keys("Done: glom/core.py is writable now; go on.")
+        assert tab_to(browser, "accept")
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        assert "Saved: accepted" in browser.find_element(By.ID, "confirmation").text
+        assert TicketStore(db).get(ids[0]).status == "accepted"  # committed before the page confirmed it
+        browser.get(f"{url}/ticket/{ids[1]}")
+        assert tab_to(browser, "reject-message")
+        browser.switch_to.active_element.send_keys("Say which file and what you already changed.")
+        assert tab_to(browser, "reject")
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        assert "Saved: rejected" in browser.find_element(By.ID, "confirmation").text
+        browser.get(url + "/")
+        assert "0 waiting for you" in browser.find_element(By.ID, "waiting").text
+
+    async def main():
+        async with stdio_session("--store", str(db)) as session:
+            ids = []
+            for ticket in (COMPLETE, INCOMPLETE):
+                res = await session.call_tool("escalate_to_human", ticket)
+                assert not res.is_error and f"ticket_id={res.structured_content['id']}" in text_of(res)
+                ids.append(res.structured_content["id"])
+            before = await session.call_tool("check_answer", {"ticket_id": ids[0]})
+            assert "no answer yet" in text_of(before) and before.structured_content["answered"] is False
+            await anyio.to_thread.run_sync(decide_in_the_browser, ids)
+            accepted = await session.call_tool("check_answer", {"ticket_id": ids[0]})
+            rejected = await session.call_tool("check_answer", {"ticket_id": ids[1]})
+            return accepted, rejected
+
+    accepted, rejected = anyio.run(main)
+    assert text_of(accepted) == f"ticket {accepted.structured_content['id']} was accepted by a person: " \
+                                "Done: glom/core.py is writable now; go on."
+    assert accepted.structured_content["status"] == "accepted"
+    assert "was rejected: Say which file and what you already changed." in text_of(rejected)
+    assert rejected.structured_content["answered"] and rejected.structured_content["status"] == "rejected"
+
+
+def test_a_store_written_before_mcp_tickets_were_queued_still_shows_them_as_waiting(page):
+    """Rows an older `impasse mcp` stored as ``filed`` wait for a person too: counted in the
+    queue, with the accept and reject forms."""
+    import sqlite3
+
+    url, db = page
+    TicketStore(db).add_escalation("old-session", {"blocker": {"failed_operation": "pip install"}}, {}, False, [])
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE records SET status='filed'")
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    assert "1 waiting for you" in httpx.get(url + "/", headers=headers).text
+    page_text = httpx.get(url + "/ticket/1", headers=headers).text
+    assert 'id="accept-form"' in page_text and 'id="reject-form"' in page_text
+    csrf = page_text.split('name="csrf" value="')[1].split('"')[0]
+    done = httpx.post(url + "/ticket/1", data={"action": "rejected", "message": "no", "csrf": csrf}, headers=headers,
+                      follow_redirects=True)
+    assert "Saved: rejected" in done.text and TicketStore(db).get(1).status == "rejected"

@@ -6,6 +6,7 @@ a model's own ceiling pausing only that model, the resume, and the per-model rep
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -59,8 +60,22 @@ def test_dry_run_prints_the_plan_and_calls_and_writes_nothing(tmp_path, servers)
     assert not any(s.requests for s in servers) and not (tmp_path / "sw").exists()
 
 
+def test_a_dry_run_assumes_no_longer_completions_than_a_models_max_tokens(tmp_path, servers):
+    """Both models cap completions at max_tokens 64: the estimate assumes 64 completion tokens per
+    call, not estimate.yaml's 300 (4 calls per episode at step limit 4, 4 episodes per model)."""
+    res = invoke("run", "--sweep", sweep_file(tmp_path, servers, model_1={"config": {"max_retries": 0}}), "--out",
+                 tmp_path / "sw", "--dry-run")
+    assert res.exit_code == 0, res.output
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:]] for line in res.output.splitlines()
+            if line.count("│") > 5 and line.split("│")[1].strip() in ("small", "big")}
+    assert rows["small"][3] == str(16 * 64) and "max_tokens caps its completion tokens" in " ".join(res.output.split())
+    assert rows["small"][4] == f"${(16 * 6000 * 10 + 16 * 64 * 100) / 1e6:.4f}"
+    assert rows["big"][3] == str(16 * 300)  # no max_tokens of its own below the assumption: estimate.yaml's
+
+
 @pytest.mark.parametrize("change, message", [
     ({"model_1": {"config": {"api_key": "sk-1"}}}, "models[1] ('big').config: unknown settings ['api_key']"),
+    ({"model_1": {"config": {"input_cost_per_mtok": 2}}}, "a sweep model's price is its own `price: {input"),
     ({"model_1": {"label": "small"}}, "model label 'small' appears twice"),
     ({"suites": [{"name": "blockers2"}]}, "suites[0] ('blockers2').name"),
     ({"model_0": {"rpm": 0}}, "models[0] ('small').rpm"),
@@ -74,7 +89,10 @@ def test_a_bad_sweep_file_is_a_clear_error_before_any_call(tmp_path, servers, ch
 
 def test_a_cost_ceiling_on_an_unpriced_model_is_refused_before_any_call(tmp_path, servers):
     res = invoke("run", "--sweep", sweep_file(tmp_path, servers, model_1={"price": None}), "--out", tmp_path / "sw")
-    assert res.exit_code == 2 and "big" in res.output and "does not price" in res.output
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "max_cost limits model 'big'" in text, text
+    assert "add `price: {input: USD/Mtok, output: USD/Mtok}`" in text and "in the sweep file" in text
+    assert "--prices" not in text  # a sweep takes no --prices: its prices are the models' price: entries
     assert not any(s.requests for s in servers) and not (tmp_path / "sw").exists()
 
 
@@ -144,7 +162,12 @@ def test_a_models_own_ceiling_in_a_sweep_pauses_only_it_and_resume_finishes(tmp_
     assert sum(r["cost_usd"] for r in ledger if r["model"] == "small") <= 0.03
     trajs = [p.name for p in (out / "ask" / "episodes").glob("*.jsonl")]
     assert sum(t.startswith("big") for t in trajs) == 4 and sum(t.startswith("small") for t in trajs) <= 2
-    assert "paused small" in invoke("status", out).output
+    status = " ".join(invoke("status", out).output.split())
+    assert "paused small" in status and not re.search(r"ETA \d", status)  # a paused run has no time left to show
+    assert f"paused: no ETA until `impasse run --resume {out}`" in status
+    (doc,) = json.loads(subprocess.run([sys.executable, "-m", "impasse.cli", "status", str(out), "--json"],
+                                       capture_output=True, text=True).stdout)
+    assert doc["state"] == "paused" and doc["eta_seconds"] is None
     res = invoke("run", "--resume", out, "--max-cost", "small=5")
     assert res.exit_code == 0, res.output
     assert len(list((out / "ask" / "episodes").glob("*.jsonl"))) == 8
@@ -175,7 +198,7 @@ def test_status_from_another_terminal_while_the_sweep_runs(tmp_path, servers):
         proc.kill()
     assert proc.returncode == 0, output[-2000:]
     assert seen is not None, "never saw the sweep half way"
-    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0, {k: seen.get(k) for k in ("state", "pauses", "complete", "spent")}
     assert 0 < seen["spent"]["*"]["cost_usd"] < 5
     assert "ETA" in output and "sweep: $" in output and "of $5" in output  # the progress line
 
@@ -247,4 +270,4 @@ def test_status_of_a_run_without_model_calls_has_an_eta(glom_task, tmp_path):
         proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert seen is not None, "never saw the run half way"
-    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0
+    assert seen["eta_seconds"] is not None and seen["eta_seconds"] > 0, seen

@@ -59,6 +59,27 @@ def held(locks: Iterable[Path]) -> set[Path]:
     return {p for p, st in existing.items() if (table is not None and _key(st) in table) or _probe(p)}
 
 
+def listed(locks: Iterable[Path]) -> set[Path] | None:
+    """The lock files among ``locks`` that some process holds, from the kernel's table alone (no
+    probe, not even a shared one), or None when this reader cannot see every holder (a container's
+    pid namespace, or no table): for a reader polled over and over while a run starts and resumes
+    (``impasse status``), where even an instant's lock could refuse the run's owner."""
+    try:
+        table = parse_proc_locks(PROC_LOCKS.read_text())
+    except OSError:
+        return None
+    if not _sees_every_holder():
+        return None
+    out = set()
+    for p in locks:
+        try:
+            if _key(os.stat(p)) in table:
+                out.add(p)
+        except FileNotFoundError:
+            continue
+    return out
+
+
 def _sees_every_holder() -> bool:
     try:
         return os.stat("/proc/self/ns/pid").st_ino == INIT_PID_NS

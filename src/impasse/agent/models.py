@@ -1,8 +1,10 @@
 """Model clients. Any OpenAI-compatible chat-completions endpoint with tool calling.
 
 Configuration alone points impasse at a real model: ``--model NAME --base-url URL`` and the API
-key in ``$IMPASSE_API_KEY`` (or ``$OPENAI_API_KEY``). Retries with exponential backoff on 429,
-5xx, timeouts and connection errors; token accounting per call (costs come from the one price
+key in ``$IMPASSE_API_KEY`` (or the variable ``api_key_env`` names). ``$OPENAI_API_KEY`` stands in
+for an unset ``$IMPASSE_API_KEY`` only where the request goes to OpenAI's own API (no base URL, or
+api.openai.com): the user's OpenAI key is never sent to another endpoint (:func:`key_for`).
+Retries with exponential backoff on 429, 5xx, timeouts and connection errors; token accounting per call (costs come from the one price
 table, :mod:`impasse.prices`, applied by the run's meter).
 
 Failures of the *service* (unreachable, key refused, unknown model, still failing after the
@@ -25,6 +27,8 @@ from impasse.agent.endings import AgentError, EndpointError
 from impasse.agent.loop import ModelResponse
 
 DEFAULT_KEY_ENV = "IMPASSE_API_KEY"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+OPENAI_API_HOST = "api.openai.com"
 
 
 @dataclass
@@ -34,8 +38,8 @@ class ModelConfig:
     base_url: str | None = None
     """OpenAI-compatible base URL, e.g. http://localhost:8000/v1; None = api.openai.com."""
     api_key_env: str = "IMPASSE_API_KEY"
-    """Environment variable holding the key (the default one falls back to OPENAI_API_KEY; a
-    variable of the model's own never does)."""
+    """Environment variable holding the key (the default one, unset, falls back to OPENAI_API_KEY
+    for OpenAI's own API only; a variable of the model's own never does)."""
     temperature: float | None = 0.0
     max_tokens: int | None = 4096
     timeout: float = 120.0
@@ -53,12 +57,17 @@ SETTING_HINTS = {
 }
 
 
-def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
+PRICE_SETTINGS = ("input_cost_per_mtok", "output_cost_per_mtok")
+
+
+def check_settings(data: Any, source: str, reserved: tuple[str, ...] = (), price_hint: str | None = None
+                   ) -> dict[str, Any]:
     """A YAML mapping of ModelConfig fields, checked: an unknown key (``api_key:``, a typo) or a
     wrong type is a ValueError naming ``source``, the key and the known ones, never a TypeError
     deep in a run. ``reserved`` fields are set elsewhere (a sweep file's model has its own
-    ``base_url``), so they are refused here too. Strict: a number written as text is refused, not
-    coerced (the mapping is returned as it is, so what is used is what was checked)."""
+    ``base_url``), so they are refused here too; ``price_hint`` says where a price goes instead
+    (a sweep model's ``price:``; default: ``--prices FILE``). Strict: a number written as text is
+    refused, not coerced (the mapping is returned as it is, so what is used is what was checked)."""
     import dataclasses
 
     from pydantic import TypeAdapter, ValidationError
@@ -67,7 +76,8 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
     if not isinstance(data, dict):
         raise ValueError(f"{source}: a model config is a YAML mapping of ModelConfig fields ({', '.join(sorted(known))})")
     if bad := sorted(set(data) - known):
-        hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved}}
+        hints = {**SETTING_HINTS, **{k: f"{k} is the model's own field" for k in reserved},
+                 **({k: price_hint for k in PRICE_SETTINGS} if price_hint else {})}
         why = "; ".join(dict.fromkeys(hints[b] for b in bad if b in hints))
         raise ValueError(f"{source}: unknown settings {bad}{f' ({why})' if why else ''}; known: {', '.join(sorted(known))}")
     hints = typing.get_type_hints(ModelConfig)
@@ -80,6 +90,40 @@ def check_settings(data: Any, source: str, reserved: tuple[str, ...] = ()) -> di
     return data
 
 
+def is_openai_api(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI's own API: no base URL (the SDK's default), or https on
+    api.openai.com or one of its regional hosts (``eu.api.openai.com``). Pure."""
+    if not base_url:
+        return True
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    host = (parts.hostname or "").lower()
+    return parts.scheme == "https" and (host == OPENAI_API_HOST or host.endswith("." + OPENAI_API_HOST))
+
+
+def key_for(config: ModelConfig, environ: typing.Mapping[str, str]) -> tuple[str | None, str]:
+    """The key a model's requests carry and where it came from, or None and why none is sent
+    (pure). ``$OPENAI_API_KEY`` stands in only for the default variable and only for OpenAI's own
+    API: sent to any other endpoint (a local server, someone's proxy, a typo'd host) it would hand
+    the user's OpenAI key to whoever runs it. A model given its own variable never falls back."""
+    if key := environ.get(config.api_key_env):
+        return key, f"${config.api_key_env}"
+    if config.api_key_env != DEFAULT_KEY_ENV:
+        return None, f"${config.api_key_env} is not set"
+    if environ.get(OPENAI_KEY_ENV):
+        if is_openai_api(config.base_url):
+            return environ[OPENAI_KEY_ENV], f"${OPENAI_KEY_ENV}"
+        return None, (f"${DEFAULT_KEY_ENV} is not set, and ${OPENAI_KEY_ENV} is sent only to OpenAI's own API "
+                      f"({OPENAI_API_HOST}), not to {config.base_url}")
+    return None, f"${DEFAULT_KEY_ENV} is not set"
+
+
+NO_KEY = "not-needed"
+"""What the client sends when no key is configured (local servers take any; the SDK needs one,
+and given none it would read $OPENAI_API_KEY itself)."""
+
+
 class OpenAIModel:
     kind = "model"
 
@@ -90,18 +134,21 @@ class OpenAIModel:
 
         self.config = config
         self.name = config.model
-        # $OPENAI_API_KEY stands in only for the default variable: a model given its own variable (a
-        # sweep's api_key_env) whose variable is unset sends no key, never the user's OpenAI key, to
-        # its endpoint (whoever runs it); the preflight then names the variable to set
-        fallback = os.environ.get("OPENAI_API_KEY") if config.api_key_env == DEFAULT_KEY_ENV else None
-        key = api_key or os.environ.get(config.api_key_env) or fallback or "not-needed"
+        key, self.key_source = (api_key, "given by the driver") if api_key else key_for(config, os.environ)
         # The client's own retries are off: ours are visible, bounded and logged per step.
-        self.client = OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout, max_retries=0)
+        self.client = OpenAI(api_key=key or NO_KEY, base_url=config.base_url, timeout=config.timeout, max_retries=0)
+        self.sends_key = key is not None
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "retries": 0}
 
     @property
     def where(self) -> str:
-        return f"{self.config.base_url or 'https://api.openai.com/v1'} (model {self.config.model!r})"
+        return f"{self.config.base_url or self.client.base_url} (model {self.config.model!r})"
+
+    def key_advice(self) -> str:
+        """What to do when the endpoint refuses the key: which key was sent, or why none was."""
+        if self.sends_key:
+            return f"the key sent came from {self.key_source}; set ${self.config.api_key_env} to this endpoint's key"
+        return f"no key was sent ({self.key_source}); set ${self.config.api_key_env} to this endpoint's key"
 
     def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
@@ -136,8 +183,9 @@ class OpenAIModel:
                 time.sleep(delay)
             except openai.APIStatusError as e:  # 4xx other than 429: do not retry
                 if e.status_code in (401, 403, 404):  # the key or the model name: configuration
+                    advice = f"; {self.key_advice()}" if e.status_code in (401, 403) else ""
                     raise EndpointError(f"model endpoint {self.where} refused the request "
-                                        f"(HTTP {e.status_code}): {e.message}") from e
+                                        f"(HTTP {e.status_code}): {e.message}{advice}") from e
                 raise AgentError(f"model endpoint refused the request (HTTP {e.status_code}): {e.message}") from e
         if not resp.choices:
             raise AgentError("model endpoint returned no choices")
@@ -186,7 +234,7 @@ def preflight(config: ModelConfig, needs_tools: bool = True) -> str | None:
         raise EndpointError(f"cannot reach the model endpoint at {model.where}: {e}") from e
     except openai.AuthenticationError as e:
         raise EndpointError(f"the model endpoint at {model.where} refused the API key (HTTP 401): {e.message}; "
-                            f"set ${config.api_key_env}") from e
+                            f"{model.key_advice()}") from e
     except openai.NotFoundError as e:
         raise EndpointError(f"the model endpoint at {model.where} does not know this model or path (HTTP 404): "
                             f"{e.message}; check --model and --base-url (it usually ends in /v1)") from e

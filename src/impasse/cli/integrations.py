@@ -2,7 +2,7 @@
 
 - ``mcp_app``     -> ``impasse mcp``              (the MCP server; extra ``impasse[mcp]``)
 - ``monitor_app`` -> ``impasse monitor hook|replay``
-- ``tickets_app`` -> ``impasse tickets list|show|answer``
+- ``tickets_app`` -> ``impasse tickets list|show|answer|decide``
 - ``export_app``  -> ``impasse export inspect``    (extra ``impasse[inspect]``)
 
 Heavy imports stay inside the commands so ``impasse --help`` stays fast.
@@ -117,7 +117,8 @@ def _episode_service(spec: str):
 
 
 # ------------------------------------------------------------------------------------------ tickets
-tickets_app = typer.Typer(help="Escalations and questions filed through `impasse mcp`.", no_args_is_help=True)
+tickets_app = typer.Typer(help="Escalations and questions filed through `impasse mcp` (or a run's human reviewer).",
+                          no_args_is_help=True)
 
 
 def _ratings(r) -> str:
@@ -180,6 +181,26 @@ def tickets_answer(record_id: int, text: str, store: StoreOpt = None) -> None:
     except StoreError as e:
         raise fail(str(e)) from e
     console.print(f"answered question {r.id}")
+
+
+@tickets_app.command("decide")
+def tickets_decide(record_id: int, decision: Annotated[str, typer.Argument(help="accept or reject")],
+                   message: Annotated[str, typer.Argument(help="your answer (accept) or why (reject)")] = "",
+                   store: StoreOpt = None) -> None:
+    """Accept or reject a queued escalation (the agent reads it through check_answer); the same
+    action as the review page's."""
+    from impasse.tickets.store import StoreError
+
+    verb = {"accept": "accepted", "reject": "rejected"}.get(decision)
+    if verb is None:
+        raise fail(f"decision {decision!r}: use accept or reject")
+    if verb == "rejected" and not message.strip():
+        raise fail("a rejection needs a message: the agent reads it through check_answer")
+    try:
+        r = _open_store(store).decide(record_id, verb, message.strip())
+    except StoreError as e:
+        raise fail(str(e)) from e
+    console.print(f"escalation {r.id} {r.status}")
 
 
 # ------------------------------------------------------------------------------------------ monitor

@@ -39,7 +39,7 @@ def prior_figures(run: Path | None) -> dict[str, dict[str, float]] | None:
 def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[str, float]] | None) -> None:
     """The plan's counts and its estimate (tokens, cost, wall time) with where each comes from."""
     from impasse.run.budget import Ceiling
-    from impasse.run.estimate import duration, estimate_plan, plan_counts
+    from impasse.run.estimate import completion_caps, duration, estimate_plan, plan_counts
 
     counts = plan_counts([(suite, specs) for suite, _cfg, specs in planned])
     table = Table(title="plan: episodes per model x suite x condition x interface")
@@ -49,7 +49,8 @@ def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[
         table.add_row(model, suite, cond, iface, str(n))
     out.print(table)
     cfg = planned[0][1]
-    est = estimate_plan(counts, cfg.spend.table, prior, cfg.jobs, cfg.spend.rpm, cfg.step_limit)
+    est = estimate_plan(counts, cfg.spend.table, prior, cfg.jobs, cfg.spend.rpm, cfg.step_limit,
+                        completion_caps(cfg.models, cfg.model))
     t = Table(title="estimate")
     for col in ("model", "episodes", "calls", "prompt tokens", "completion tokens", "cost", "episode time", "from"):
         t.add_column(col, no_wrap=True)
@@ -66,8 +67,10 @@ def print_plan(planned: list[tuple[str, Any, list[Any]]], prior: dict[str, dict[
         if cap is not None and cost is not None and cost > cap:
             out.print(f"[yellow]the estimate (${cost:.4f}) is above {who} --max-cost ${cap:g}: it would pause there[/]")
     if est["assumptions"]:
+        capped = any("max_tokens" in m["source"] for m in est["models"].values())
         out.print("assumed per episode (no --estimate-from run): "
-                  + ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in est["assumptions"].items()))
+                  + ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in est["assumptions"].items())
+                  + ("; a model's max_tokens caps its completion tokens per call (see 'from')" if capped else ""))
     out.print("dry run: nothing was called and nothing was written")
 
 
@@ -180,8 +183,14 @@ def _execute_all(out_dir: Path, items: list[tuple[str, Any, Any]], start: Any) -
 
 
 def run_status(rd: Any) -> dict[str, Any]:
-    """A run's progress from its files alone: episodes finished, spend per ceiling, ETA."""
+    """A run's progress from its files alone: episodes finished, spend per ceiling, and where it
+    stands: ``running`` (a process holds its lock: with an ETA), ``paused`` (a ceiling holds, or
+    episodes paused and nobody runs it: no ETA, it waits for ``--resume``), ``stopped`` (nobody
+    runs it and it is not done) or ``finished``. Who holds the lock is read from the kernel's
+    table, never probed; where that table is not complete (in a container) an unpaused run counts
+    as running."""
     from impasse import run as runner
+    from impasse.locks import listed
     from impasse.run.budget import Ledger
     from impasse.run.config import ledger_of
     from impasse.run.estimate import eta_seconds
@@ -196,13 +205,27 @@ def run_status(rd: Any) -> dict[str, Any]:
         done += last == "final"
         paused += last == "paused"
         session_done += bool(last == "final" and started and p.stat().st_mtime >= started)
+    owners = listed([rd.lock])
+    running = None if owners is None else bool(owners)  # None: not knowable without a probe
+    where = ("finished" if done >= len(specs) else "paused" if state.get("paused") or (paused and running is False)
+             else "stopped" if running is False else "running")
     elapsed = time.time() - started if started else None
-    eta = eta_seconds(session_done, session_done + len(specs) - done, elapsed) if elapsed else None
+    eta = eta_seconds(session_done, session_done + len(specs) - done, elapsed) if elapsed and where == "running" \
+        else None
     models = [a.split(":", 1)[-1] for a in cfg.agents if a.startswith("openai:")] or (
         [cfg.model["model"]] if cfg.model else [])
-    return {"run": str(rd.path), "planned": len(specs), "complete": done, "paused": paused,
+    return {"run": str(rd.path), "planned": len(specs), "complete": done, "paused": paused, "state": where,
             "spent": state.get("spent", {}), "pauses": state.get("paused", {}), "eta_seconds": eta,
             "cfg": cfg, "models": models}
+
+
+def standing(s: dict[str, Any], resume: str) -> str:
+    """The status line's tail: the ETA of a running run, else why there is none."""
+    from impasse.run.estimate import duration
+
+    return {"running": f"ETA {duration(s['eta_seconds'])}", "finished": "finished",
+            "paused": f"paused: no ETA until `impasse run --resume {resume}`",
+            "stopped": f"not running: `impasse run --resume {resume}` goes on"}[s["state"]]
 
 
 def _last_type(path: Path) -> str | None:
@@ -221,7 +244,11 @@ def _last_type(path: Path) -> str | None:
 
 
 def _peek(ledger: Any) -> dict[str, Any]:
-    """The ledger's state without taking its lock (a reader must never slow the run's workers)."""
+    """The ledger's state without taking its lock (a reader must never slow the run's workers).
+    Its running totals hold only if no row was booked since they were written; else they are
+    summed from the rows, and what does not depend on the rows (the session's start, the pauses)
+    is kept (dropping the start made the ETA vanish whenever a call was being booked)."""
+    state: dict[str, Any] = {}
     try:
         state = json.loads(ledger.state_path.read_text())
         size = ledger.path.stat().st_size if ledger.path.exists() else 0  # no call booked yet: no ledger file
@@ -231,7 +258,7 @@ def _peek(ledger: Any) -> dict[str, Any]:
         pass
     from impasse.run.budget import totals
 
-    return {"spent": totals(ledger.rows())}
+    return {**{k: state[k] for k in ("session_started", "paused") if k in state}, "spent": totals(ledger.rows())}
 
 
 def _handoff_status(run: Path) -> bool:
@@ -253,7 +280,7 @@ def _handoff_status(run: Path) -> bool:
 def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep directory (running or not)")],
                as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text")] = False) -> None:
     """A run's (or sweep's) episodes done, spend against each ceiling and ETA, from another terminal."""
-    from impasse.run.estimate import duration, spend_lines
+    from impasse.run.estimate import spend_lines
     from impasse.store.rundir import RunDir, RunDirError
 
     dirs = [run / n for n in json.loads((run / SWEEP_FILE).read_text())["runs"]] if (run / SWEEP_FILE).exists() \
@@ -271,7 +298,7 @@ def status_cmd(run: Annotated[Path, typer.Argument(help="A run or sweep director
         return
     for s in stats:
         out.print(f"{s['run']}: {s['complete']}/{s['planned']} episodes complete"
-                  + (f", {s['paused']} paused" if s["paused"] else "") + f", ETA {duration(s['eta_seconds'])}")
+                  + (f", {s['paused']} paused" if s["paused"] else "") + f", {standing(s, str(run))}")
         for line in spend_lines(s["cfg"].spend, s["spent"], s["models"], "sweep" if s["cfg"].ledger else "run"):
             out.print(f"  spend {line}")
         for scope, why in s["pauses"].items():

@@ -40,14 +40,18 @@ def row_cells(c: Cell) -> list[str]:
 
 
 def switch_points(rows: list[dict], direction: str) -> list[list[str]]:
-    """Per switch point of a direction: the step(s) it resolved to and how many instances switched."""
+    """Per switch point of a direction: the step(s) it resolved to and how many instances switched
+    (and how many of those prefixes went on live past the end of a recorded run cut short)."""
     out = []
     for k in sorted({r["k"] for r in rows if r["strategy"].startswith(direction + ":") and r.get("k")}, key=str):
         mine = {r["instance"]: r for r in rows if r["strategy"].startswith(direction + ":") and r.get("k") == k}
         steps = sorted({r["k_step"] for r in mine.values() if r.get("k_step") is not None})
         switched = sum(1 for r in mine.values() if r["switched"])
+        live = len({r["instance"] for r in rows if r["strategy"].startswith(direction + ":") and r.get("k") == k
+                    and r["switched"] and r.get("prefix_live_calls")})
         shown = ", ".join(map(str, steps)) if steps else ("at the prefix's escalation" if k == "escalation" else "–")
-        out.append([k, shown, f"{switched} of {len(mine)}"])
+        out.append([k, shown, f"{switched} of {len(mine)}" + (f" ({live} with a prefix gone on live past its "
+                                                               "recorded run)" if live else "")])
     return out
 
 

@@ -5,8 +5,14 @@ compare against). Then, per direction x switch point K x task x condition, **one
 prefix model's own single-model run replayed up to K in a fresh Env (its recorded actions
 re-executed, no model call; at ``escalation`` up to its own escalation). From that one prefix,
 every interface is a **fork** (``Env.fork``): its first K steps are the prefix's, the same
-working tree and fault state, and only what the suffix model is told differs. An instance whose
-prefix run ends at or before K (or never escalates) does not switch at that K: its rows say so.
+working tree and fault state, and only what the suffix model is told differs.
+
+Where the recorded run stops before K, what stopped it decides (:func:`switch_reach`). The
+prefix model's own ending (it completed, escalated, or failed) means it terminated before K: it
+does not switch there, and its rows say so. A run cut short by something else (a harness error,
+an interrupted recording, a ``--prior`` run's lower step limit) is replayed to its end and the
+prefix model goes on **live** from there to K (its calls made once, in the prefix, and recorded
+there; should it end on its own before K, the instance does not switch either).
 
 Controls are composed from the same measured runs, the same in both directions:
 ``abort+fresh`` = the prefix's cost up to K plus the strong (HC) model alone from scratch, with
@@ -30,7 +36,7 @@ from typing import Any
 import impasse
 from impasse.agent import loop
 from impasse.agent.loop import LoopConfig, ModelResponse
-from impasse.env.core import Env
+from impasse.env.core import TERMINAL, Env
 from impasse.handoff.interfaces import INTERFACES, PrefixState
 from impasse.handoff.metrics import bucket_percentile_steps, percentile_steps
 from impasse.prices import PriceTable
@@ -85,12 +91,13 @@ class Tracked:
 class PrefixReplay:
     """The prefix model, replayed: the assistant messages of its recorded single-model run, in
     order, with their recorded usage (marked ``replayed``: the strategy's cost includes the
-    prefix, though nothing is spent again)."""
+    prefix, though nothing is spent again). Past the last recorded reply, the ``live`` model
+    answers (a recorded run cut short before K), else the replay is an error."""
 
     kind = "replay"
 
-    def __init__(self, source: Trajectory, label: str) -> None:
-        self.name = label
+    def __init__(self, source: Trajectory, label: str, live: Any = None) -> None:
+        self.name, self.live = label, live
         self.recorded = [(e["message"], e.get("usage")) for e in source.events
                          if e["type"] == "message" and e["message"].get("role") == "assistant"]
 
@@ -99,6 +106,8 @@ class PrefixReplay:
 
         k = sum(1 for m in messages if m.get("role") == "assistant")
         if k >= len(self.recorded):
+            if self.live is not None:
+                return self.live.query(messages, tools)
             raise AgentError(f"the prefix's recorded run has only {k} model replies")
         message, usage = self.recorded[k]
         return ModelResponse(dict(message), {**(usage or {}), "model": self.name, "replayed": True})
@@ -168,15 +177,18 @@ def _run_plan(plan: Plan, rd: RunDir, prices: PriceTable, on_row: Callable[[dict
     sources: dict[tuple[str, str, str], Trajectory] = {}  # (direction, K, instance) -> the run its prefix replays
     for direction in plan.directions:
         pre, suf = plan.sides(direction)
-        runs = plan.prior.get(pre.label) or [r for r in rows if r["strategy"] == "alone:" + pre.label]
+        runs = finished(plan.prior.get(pre.label, [])) or [r for r in rows if r["strategy"] == "alone:" + pre.label]
         for sw in plan.switches:
             k_steps = switch_steps(sw, runs, plan.bucket)
             for inst in plan.tasks:
                 for cond in plan.conditions:
                     key = f"{inst.instance_id}@{cond}"
                     source = sources[(direction, sw, key)] = prefix_source(plan, pre.label, key, alone[(pre.label, key)])
-                    for row in _switch(rd, plan, prices, inst, cond, direction, sw, _k_of(k_steps, key, pre.label),
-                                       source):
+                    switched, live = _switch(rd, plan, prices, inst, cond, direction, sw,
+                                             _k_of(k_steps, key, pre.label), source)
+                    if live is not None:  # the prefix's cost to K includes its live calls: the controls' too
+                        sources[(direction, sw, key)] = live
+                    for row in switched:
                         record(row)
     for r in controls(rows, plan, prices, alone, sources):
         record(r)
@@ -239,29 +251,38 @@ def _alone(rd: RunDir, plan: Plan, inst: Any, cond: str, side: Side) -> Trajecto
 
 
 def _switch(rd: RunDir, plan: Plan, prices: PriceTable, inst: Any, cond: str, direction: str, sw: str,
-            k_step: int | None, source: Trajectory) -> list[dict]:
+            k_step: int | None, source: Trajectory) -> tuple[list[dict], Trajectory | None]:
     """One prefix to K, then one fork per interface (a branch already recorded goes on from its
-    own trajectory). The rows of every interface, switched or not."""
+    own trajectory). The rows of every interface, switched or not, and the prefix's own
+    trajectory when part of it ran live (its cost to K is not the recorded run's)."""
     pre, suf = plan.sides(direction)
     kb = f"{sw}-{plan.bucket}" if sw.startswith("p") and plan.bucket else sw  # a bucketed pK is another switch
     ids = {i: slug(f"{direction}:{i}__{kb}__{cond}__{inst.instance_id}".replace("/", "-")) for i in plan.interfaces}
     done = {i: read_trajectory(rd.trajectory(e)) for i, e in ids.items() if _complete(rd, e)}
-    reach = switch_step(source, sw, k_step)
+    reach = switch_reach(source, sw, k_step, plan.step_limit)
     key = f"{inst.instance_id}@{cond}"
-    if reach is None:  # the prefix's own run ends before K: nothing to hand over at this K
-        return [not_switched(f"{direction}:{i}", sw, k_step, pre, suf, key, ids[i]) for i in plan.interfaces]
+    if reach.step is None:  # nothing to hand over at this K: the rows say why
+        return [not_switched(f"{direction}:{i}", sw, k_step, pre, suf, key, ids[i], reach.reason)
+                for i in plan.interfaces], None
+    pid = slug(f"prefix:{direction}__{kb}__{cond}__{inst.instance_id}".replace("/", "-"))
+    prefixes = RunDir(rd.path / "prefixes")
     todo = [i for i in plan.interfaces if i not in done]
     prefix: Env | None = None  # built only for a branch that has no trajectory of its own yet
     try:
         for i in todo:
             if prefix is None and not rd.trajectory(ids[i]).exists():
-                prefix = _prefix(rd, plan, inst, cond, direction, kb, sw, reach, pre, source)
-            header = _header(f"{direction}:{i}", sw, reach if sw != "escalation" else None, pre, suf, i, plan)
+                built = _prefix(rd, plan, inst, cond, pid, direction, sw, reach, pre, source)
+                if isinstance(built, str):  # the prefix model, live, ended on its own before K
+                    return [not_switched(f"{direction}:{j}", sw, k_step, pre, suf, key, ids[j], built)
+                            for j in plan.interfaces], None
+                prefix = built
+            header = _header(f"{direction}:{i}", sw, reach.step if sw != "escalation" else None, pre, suf, i, plan)
             done[i] = _branch(rd, plan, inst, cond, prefix, ids[i], header, i, pre, suf)
     finally:
         if prefix is not None:
             prefix.close()
-    return [row_of(done[i], prices) for i in plan.interfaces]
+    live = read_trajectory(prefixes.trajectory(pid)) if reach.replayed < reach.step else None
+    return [row_of(done[i], prices) for i in plan.interfaces], live
 
 
 def _complete(rd: RunDir, eid: str) -> bool:
@@ -269,22 +290,36 @@ def _complete(rd: RunDir, eid: str) -> bool:
     return path.exists() and read_trajectory(path).complete
 
 
-def _prefix(rd: RunDir, plan: Plan, inst: Any, cond: str, direction: str, kb: str, sw: str, reach: int,
-            pre: Side, source: Trajectory) -> Env:
+def _prefix(rd: RunDir, plan: Plan, inst: Any, cond: str, eid: str, direction: str, sw: str, reach: Reach,
+            pre: Side, source: Trajectory) -> Env | str:
     """The prefix at K: the prefix model's recorded run replayed in a fresh Env (no model call),
-    up to K or through its own escalation; recorded under ``prefixes/`` (never graded)."""
-    store = LocalStore(RunDir(rd.path / "prefixes"))
-    eid = slug(f"prefix:{direction}__{kb}__{cond}__{inst.instance_id}".replace("/", "-"))
+    up to K or through its own escalation, then, where that run stops before K, the prefix model
+    live up to K; recorded under ``prefixes/`` (never graded: any ending there is this driver's
+    to read). A rebuilt prefix re-executes its recorded steps, live ones included, and asks no
+    model again. Returns why not, instead, when the live prefix model ended on its own first."""
     escalation = sw == "escalation"
-    env = _env(rd, plan, inst, cond, eid, store, _header(f"prefix:{direction}", sw, reach, pre, None, None, plan),
-               pre, restore=False, open_endings=("escalated",) if escalation else ())
-    env.reset()
-    loop.run(env, PrefixReplay(source, pre.label), LoopConfig(stop_at=None if escalation else reach))
-    if env.status != "live" or env.steps != reach:
-        env.close()
-        raise RuntimeError(f"{eid}: replaying the prefix's recorded run did not reach step {reach} "
-                           f"(at {env.steps}, {env.status}); its recorded actions no longer run the same way here")
-    return env
+    header = {**_header(f"prefix:{direction}", sw, reach.step, pre, None, None, plan), "replayed_steps": reach.replayed}
+    env = _env(rd, plan, inst, cond, eid, LocalStore(RunDir(rd.path / "prefixes")), header, pre, restore=False,
+               open_endings=TERMINAL)
+    try:
+        env.reset()
+        live = pre.make(inst) if reach.replayed < reach.step else None
+        if not env.endings:  # rebuilt past an ending: nothing more to ask
+            loop.run(env, PrefixReplay(source, pre.label, live), LoopConfig(stop_at=None if escalation else reach.step))
+    except BaseException:
+        env.close()  # an endpoint failure: what ran is recorded, and the next run goes on from it
+        raise
+    ended = env.endings[-1] if env.endings else None
+    if escalation and ended and ended["ending"] == "escalated" and env.steps == reach.step:
+        return env
+    if not escalation and ended is None and env.status == "live" and env.steps == reach.step:
+        return env
+    env.close()
+    if live is not None and ended is not None and not escalation and ended["steps"] > reach.replayed:
+        return (f"the prefix model, going on live from step {reach.replayed} where its recorded run stopped, "
+                f"ended on its own ({ended['ending']}) at step {ended['steps']}, before K")
+    raise RuntimeError(f"{eid}: replaying the prefix's recorded run did not reach step {reach.step} "
+                       f"(at {env.steps}, {env.status}); its recorded actions no longer run the same way here")
 
 
 def _branch(rd: RunDir, plan: Plan, inst: Any, cond: str, prefix: Env | None, eid: str, header: dict[str, Any],
@@ -362,23 +397,64 @@ def switch_steps(sw: str, runs: list[dict[str, Any]], bucket: str | None = None)
     raise ValueError(f"switch point {sw!r}: use a step (e.g. 5), a percentile (p5, p10, ... p50) or 'escalation'")
 
 
-def switch_step(source: Trajectory, sw: str, k_step: int | None) -> int | None:
-    """Where the prefix switches in its recorded run (pure): K if the run is still going after K
-    tool calls, its escalation step at 'escalation', else None (it ended first: no switch)."""
+@dataclass(frozen=True)
+class Reach:
+    """Where a prefix switches: at ``step`` (None: it does not switch, ``reason`` says why), the
+    first ``replayed`` steps replayed from the recorded run and the rest up to ``step`` live."""
+
+    step: int | None
+    replayed: int = 0
+    reason: str = ""
+
+
+OWN_ENDINGS = ("completed", "escalated", "error")
+"""Endings the prefix model chose (or could not go on): it terminated, so at a K past them there
+is no run left to hand over."""
+
+
+def switch_reach(source: Trajectory, sw: str, k_step: int | None, step_limit: int) -> Reach:
+    """Where the prefix switches, from its recorded run (pure). At 'escalation': its escalation
+    step, or no switch. At K: K, replayed in full if the run is still going after K tool calls. A
+    run that ends on its own at or before K (:data:`OWN_ENDINGS`) does not switch, nor does a K
+    that leaves the suffix no step of this run's budget. A run cut short otherwise (no ending
+    recorded: a harness error, an interrupted recording; or its step limit reached at or before
+    K, which is below this run's limit: a ``--prior`` run's smaller budget) is replayed to its
+    last step and goes on live to K."""
     first = source.endings[0] if source.endings else None
     if sw == "escalation":
-        return first["steps"] if first and first["ending"] == "escalated" else None
-    if first is None or k_step is None:
-        return None
-    return k_step if first["steps"] > k_step else None
+        if first and first["ending"] == "escalated":
+            return Reach(first["steps"], first["steps"])
+        if first is None:  # an escalation that may have come later is not run live: K is its own escalation
+            return Reach(None, reason="the prefix's recorded run was cut short before any ending, so it has no "
+                                      "escalation to switch at")
+        return Reach(None, reason="the prefix's own run never escalated")
+    if k_step is None:
+        return Reach(None, reason="no switch step")
+    if k_step >= step_limit:
+        return Reach(None, reason=f"K = {k_step} leaves the suffix no step of the {step_limit}-step budget")
+    recorded = max([s.index for s in source.steps], default=0)
+    if first is None:
+        return Reach(k_step, min(recorded, k_step))
+    if first["steps"] > k_step:
+        return Reach(k_step, k_step)
+    if first["ending"] == "step_limit":  # at or before K < this run's limit: a smaller budget cut it
+        return Reach(k_step, first["steps"])
+    return Reach(None, reason=f"the prefix's own run ended on its own ({first['ending']}) at step {first['steps']}, "
+                              "at or before K: the prefix model had stopped, so there is nothing to hand over")
+
+
+def finished(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that ended (their steps are termination steps; a run cut short is only a prefix)."""
+    return [r for r in runs if r.get("complete", True)]
 
 
 def prefix_source(plan: Plan, label: str, key: str, alone: Trajectory) -> Trajectory:
     """The run a prefix replays: the prior run's own trajectory when ``--prior`` has it (its
-    termination steps gave the percentile), else this run's single-model episode."""
-    for r in plan.prior.get(label, []):
-        if r["instance"] == key and r.get("path"):
-            return read_trajectory(Path(r["path"]))
+    termination steps gave the percentile; a finished one before one cut short), else this run's
+    single-model episode."""
+    mine = [r for r in plan.prior.get(label, []) if r["instance"] == key and r.get("path")]
+    for r in sorted(mine, key=lambda r: not r.get("complete", True)):
+        return read_trajectory(Path(r["path"]))
     return alone
 
 
@@ -390,7 +466,7 @@ def unbucketed(plan: Plan) -> list[str]:
     out = []
     for direction in plan.directions:
         label = plan.sides(direction)[0].label
-        known = {r["instance"] for r in plan.prior.get(label, [])}
+        known = {r["instance"] for r in finished(plan.prior.get(label, []))}
         if known:
             out += [f"{i.instance_id}@{c} ({label})" for i in plan.tasks for c in plan.conditions
                     if f"{i.instance_id}@{c}" not in known]
@@ -455,14 +531,31 @@ def row_of(traj: Trajectory, prices: PriceTable) -> dict[str, Any]:
             "suffix_steps": suffix_steps, "ending": endings[-1]["ending"] if endings else None,
             "cost_usd": round(c["prefix"] + c["suffix"] + c["handoff_calls"], 6) if known else None,
             "prefix_cost_usd": part("prefix"), "suffix_cost_usd": part("suffix"),
-            "handoff_calls_usd": part("handoff_calls"), "unpriced": sorted(c["unpriced"])}
+            "handoff_calls_usd": part("handoff_calls"), "unpriced": sorted(c["unpriced"]),
+            "prefix_live_calls": live_prefix_calls(traj)}
 
 
-def not_switched(strategy: str, k: str, k_step: int | None, pre: Side, suf: Side, instance: str, eid: str) -> dict:
+def live_prefix_calls(traj: Trajectory) -> int:
+    """Model calls the prefix made live before the switch (pure): those past the end of the
+    recorded run it replayed (replayed replies are marked ``replayed``); 0 for an unswitched run."""
+    if not traj.of_type("handoff"):
+        return 0
+    n = 0
+    for e in traj.events:
+        if e["type"] == "handoff":
+            return n
+        if e["type"] == "message" and e["message"].get("role") == "assistant" and not (e.get("usage") or {}).get(
+                "replayed"):
+            n += 1
+    return n
+
+
+def not_switched(strategy: str, k: str, k_step: int | None, pre: Side, suf: Side, instance: str, eid: str,
+                 reason: str) -> dict:
     return {"episode_id": eid, "instance": instance, "strategy": strategy, "k": k, "k_step": k_step,
             "prefix": pre.label, "suffix": suf.label, "switched": False, "resolved": False, "steps": 0,
             "suffix_steps": 0, "ending": None, "cost_usd": None, "prefix_cost_usd": 0.0, "suffix_cost_usd": 0.0,
-            "handoff_calls_usd": 0.0, "unpriced": [], "reason": "the prefix's own run ended at or before K"}
+            "handoff_calls_usd": 0.0, "unpriced": [], "prefix_live_calls": 0, "reason": reason}
 
 
 def controls(rows: list[dict], plan: Plan, prices: PriceTable, alone: dict[tuple[str, str], Trajectory],
@@ -506,7 +599,8 @@ def _add(a: float | None, b: float | None) -> float | None:
 def prior_steps(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """Single-model runs per agent label from a prior run's trajectories: instance
     (``id@condition``), termination step, outcome and the trajectory itself (what percentiles,
-    buckets and the replayed prefixes need)."""
+    buckets and the replayed prefixes need). A run cut short (``complete`` False: a harness error,
+    an interrupted run) gives no termination step, only a prefix to replay."""
     rd = RunDir(run_dir)
     paths = rd.trajectories()
     if not paths:
@@ -514,9 +608,9 @@ def prior_steps(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
         t = read_trajectory(p)
-        if t.complete and not t.of_type("handoff") and not t.header.get("forked_from"):
+        if not t.of_type("handoff") and not t.header.get("forked_from"):
             out.setdefault(t.header.get("prefix") or t.header["agent"], []).append({
                 "instance": f"{t.header['instance_id']}@{t.header['condition']}",
                 "steps": max([s.index for s in t.steps], default=0),
-                "resolved": bool((t.grade or {}).get("resolved")), "path": str(p)})
+                "resolved": bool((t.grade or {}).get("resolved")), "path": str(p), "complete": t.complete})
     return out

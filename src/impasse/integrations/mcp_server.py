@@ -5,12 +5,16 @@ Tools:
 - ``escalate_to_human(ticket fields)``: the impasse ticket schema. Arguments are checked against
   it (wrong types are a tool error naming the field); an incomplete ticket is accepted and rated
   (missing parts are what the rubric scores). Each ticket is judged by the deterministic rubric
-  and checked against the workspace's real diff, then stored; the reply carries the ratings.
+  and checked against the workspace's real diff, then stored ``queued`` for a person, who
+  accepts it or rejects it with a message on the review page (``impasse review serve``) or with
+  ``impasse tickets decide``; the reply carries the ratings and the ticket id to poll.
 - ``ask_human(question)``: answered from a blocker registry when one is given (a matched
   blocker's resolution verbatim, else ``irrelevant question``; at most 3 questions per session),
   otherwise queued for a person, who answers with ``impasse tickets answer ID TEXT``. The call
   waits up to ``answer_timeout`` seconds, then returns the question id to poll.
-- ``check_answer(question_id)``: the answer to a queued question, or "no answer yet".
+- ``check_answer(ticket_id | question_id)``: the decision on an escalation (accepted, with the
+  person's answer, or rejected, with their message) or the answer to a queued question, or
+  "no answer yet".
 
 Every call is committed to the SQLite store before its reply is sent (see
 :mod:`impasse.tickets.store`). Built on the official SDK's low-level server so the tool schemas
@@ -46,7 +50,14 @@ QUESTION_LIMIT = 3
 NO_ANSWER = "no answer yet"
 ASK_DESCRIPTION = ("Ask the person who gave you this task one specific question about missing, ambiguous or "
                    "contradictory requirements. Ask about one thing at a time; broad questions are not answered.")
-CHECK_DESCRIPTION = "Check whether a person has answered a question you asked earlier with ask_human."
+CHECK_DESCRIPTION = ("Check whether a person has answered a ticket you filed with escalate_to_human (give its "
+                     "ticket_id) or a question you asked with ask_human (give its question_id).")
+CHECK_SCHEMA = {"type": "object", "properties": {
+    "ticket_id": {"type": "integer", "description": "The id escalate_to_human answered with: Ticket N filed"},
+    "question_id": {"type": "integer", "description": "The id ask_human answered with"}},
+    "minProperties": 1, "maxProperties": 1, "additionalProperties": False}
+"""Exactly one of the two ids (a bare ``question_id`` is what the tool took before tickets could
+be decided, so clients written then still work)."""
 
 
 def _without_required(schema: dict[str, Any]) -> dict[str, Any]:
@@ -72,9 +83,7 @@ def _tools() -> list[types.Tool]:
         types.Tool(name="ask_human", description=ASK_DESCRIPTION,
                    input_schema={"type": "object", "properties": {"question": {"type": "string", "minLength": 1}},
                                  "required": ["question"]}),
-        types.Tool(name="check_answer", description=CHECK_DESCRIPTION,
-                   input_schema={"type": "object", "properties": {"question_id": {"type": "integer"}},
-                                 "required": ["question_id"]}),
+        types.Tool(name="check_answer", description=CHECK_DESCRIPTION, input_schema=CHECK_SCHEMA),
     ]
 
 
@@ -151,7 +160,8 @@ class HandoffService:
     answer_timeout: float = 30.0
     poll_interval: float = 0.2
     tools: list[types.Tool] = field(default_factory=_tools)
-    instructions: str = "Hand off to a human: escalate_to_human, ask_human."
+    instructions: str = ("Hand off to a human: escalate_to_human, ask_human; check_answer for a person's decision "
+                         "or answer.")
 
     def __post_init__(self) -> None:
         self.schemas = {t.name: _without_required(t.input_schema) if t.name == "escalate_to_human" else t.input_schema
@@ -166,6 +176,8 @@ class HandoffService:
             return await anyio.to_thread.run_sync(self.escalate, session, args)
         if name == "ask_human":
             return await self.ask(session, args["question"])
+        if "ticket_id" in args:
+            return await anyio.to_thread.run_sync(self.check_ticket, args["ticket_id"])
         return await anyio.to_thread.run_sync(self.check, args["question_id"])
 
     def escalate(self, session: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +188,8 @@ class HandoffService:
         ok = sufficient(ratings) and not issues  # a recipient cannot act on a ticket that misstates the workspace
         rid = self.store.add_escalation(session, ticket.model_dump(), ratings, ok, issues)
         missing = [d for d, level in ratings.items() if level != "full"]
-        text = (f"Ticket {rid} filed. A human will review it. Ratings: "
+        text = (f"Ticket {rid} filed and queued for a person; call check_answer with ticket_id={rid} to see "
+                f"their decision. Ratings: "
                 + ", ".join(f"{d}={level}" for d, level in ratings.items())
                 + (f". Incomplete: {', '.join(missing)}." if missing else ".")
                 + (f" Contradictions with the workspace: {'; '.join(issues)}; not sufficient until corrected."
@@ -207,10 +220,24 @@ class HandoffService:
         rid = self.store.add_question(session, question, reply.text, "registry", reply.blocker_id)
         return {"text": reply.text, "data": {"id": rid, "answered": True, "blocker": reply.blocker_id}}
 
+    def check_ticket(self, ticket_id: int) -> dict[str, Any]:
+        """The person's decision on an escalation, as the run's ``check_answer`` words it."""
+        record = self.store.get(ticket_id)
+        if record.kind != "escalation":
+            raise ToolArgumentError(f"record {ticket_id} is a question: call check_answer with question_id={ticket_id}")
+        data = {"id": ticket_id, "answered": not record.waiting, "status": record.status, "answer": record.answer}
+        if record.waiting:
+            return {"text": f"{NO_ANSWER}: ticket {ticket_id} is still with a person.", "data": data}
+        said = f": {record.answer}" if record.answer else ""
+        if record.status == "accepted":
+            return {"text": f"ticket {ticket_id} was accepted by a person{said}", "data": data}
+        return {"text": f"ticket {ticket_id} was rejected{said or ': no reason given'}", "data": data}
+
     def check(self, question_id: int) -> dict[str, Any]:
         record = self.store.get(question_id)
         if record.kind != "question":
-            raise ToolArgumentError(f"record {question_id} is an escalation, not a question")
+            raise ToolArgumentError(f"record {question_id} is an escalation: call check_answer with "
+                                    f"ticket_id={question_id}")
         if record.status != "answered":
             return {"text": f"{NO_ANSWER}: question {question_id} is still open.",
                     "data": {"id": question_id, "answered": False}}

@@ -120,9 +120,14 @@ class Hub:
 
 
 def episode_order(suite: str, defaults: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every episode the suite would run by default, as reset options (before the shuffle)."""
+    """Every episode the suite would run by default, as reset options (before the shuffle). An
+    unknown suite is refused by the suites' registry, naming the suites there are (a run's
+    config would take it for an old-style package set and name those instead)."""
+    from impasse.env.registry import SUITES
     from impasse.run.config import RunConfig
     from impasse.run.plan import suite_of
+
+    SUITES.get(suite)
 
     cfg = RunConfig(suite=suite, agents=["oracle"] if suite == "blockers" else [],
                     interfaces=[defaults["interface"]] if "interface" in defaults else (

@@ -2,13 +2,15 @@
 
 A Starlette app with jinja2 templates (autoescaped: tickets and outputs come from agents) over
 the SQLite ticket store that ``impasse mcp`` and a run's ``human`` reviewer write. The queue,
-newest first; one ticket with the task, its fields, the rubric's ratings and the truthfulness
-check, the agent's steps with the evidence the annotator finds (first contact, t*, the checks
-that fired, unsafe requests) highlighted, and its diff; actions: accept (the run restores the
-environment and the agent resumes), reject with a message, answer a question. Every action is
-one committed row (:meth:`TicketStore.decide`, fsync'd) before the page confirms it (POST,
-then a redirect to the confirmation). The reviewer's own load is shown: decided this hour and
-the hourly budget left.
+newest first, counts every record that waits for a person (:attr:`Record.waiting`: an escalation
+either of them filed, an open question). One ticket shows the task, its fields, the rubric's
+ratings and the truthfulness check, the agent's steps with the evidence the annotator finds
+(first contact, t*, the checks that fired, unsafe requests) highlighted, and its diff. Actions:
+accept with an optional answer (a run restores the environment and the agent resumes; an MCP
+agent is told it was accepted, with the answer), reject with a message, answer a question; the
+agent reads each through ``check_answer``. Every action is one committed row
+(:meth:`TicketStore.decide`, fsync'd) before the page confirms it (POST, then a redirect to the
+confirmation). The reviewer's own load is shown: decided this hour and the hourly budget left.
 
 Access always needs the token (``--token`` or ``$IMPASSE_REVIEW_TOKEN``): as a bearer token
 (any HTTP client; the scheme is case-insensitive) or through the login form, which sets an
@@ -145,7 +147,7 @@ class ReviewPage:
     async def queue(self, request: Any) -> Any:
         records = self.store.list(newest_first=True)
         return self.render("queue.html", records=records,
-                           waiting=sum(1 for r in records if r.status in ("queued", "open")))
+                           waiting=sum(1 for r in records if r.waiting))
 
     async def ticket(self, request: Any) -> Any:
         try:

@@ -56,10 +56,11 @@ def plan_counts(planned: list[tuple[str, list[Any]]]) -> Counter:
     return c
 
 
-def per_episode(model: str, prior: dict[str, dict[str, float]] | None, step_limit: int | None = None
-                ) -> tuple[dict[str, float], str]:
-    """The figures for one of ``model``'s episodes and where they come from (assumed calls are
-    capped at the step limit: an episode makes at most one call per step)."""
+def per_episode(model: str, prior: dict[str, dict[str, float]] | None, step_limit: int | None = None,
+                max_tokens: int | None = None) -> tuple[dict[str, float], str]:
+    """The figures for one of ``model``'s episodes and where they come from. Assumed figures are
+    capped by what the run allows: calls at the step limit (one call per step at most), each
+    completion at the model's ``max_tokens`` (the endpoint stops it there)."""
     if prior and model in prior:
         return prior[model], "measured (this model)"
     if prior and "*" in prior:
@@ -67,19 +68,31 @@ def per_episode(model: str, prior: dict[str, dict[str, float]] | None, step_limi
     fig = assumptions()
     if step_limit:
         fig["calls_per_episode"] = min(fig["calls_per_episode"], float(step_limit))
+    if max_tokens and max_tokens < fig["completion_tokens_per_call"]:
+        fig["completion_tokens_per_call"] = float(max_tokens)
+        return fig, f"assumed (estimate.yaml; completions capped at its max_tokens {max_tokens})"
     return fig, "assumed (estimate.yaml)"
 
 
+def completion_caps(models: dict[str, dict[str, Any]], single: dict[str, Any] | None) -> dict[str, int]:
+    """Each model's ``max_tokens`` by its name in the plan (a sweep's label, ``--agent openai:NAME``
+    or ``--model NAME``), where one is set."""
+    settings = {**models, **({single["model"]: single} if single and single.get("model") else {})}
+    return {name: int(s["max_tokens"]) for name, s in settings.items() if s.get("max_tokens")}
+
+
 def estimate_plan(counts: Counter, prices: PriceTable, prior: dict[str, dict[str, float]] | None, jobs: int,
-                  rpm: int | None = None, step_limit: int | None = None) -> dict[str, Any]:
+                  rpm: int | None = None, step_limit: int | None = None, caps: dict[str, int] | None = None
+                  ) -> dict[str, Any]:
     """Per model: episodes, calls, tokens, cost (None when unpriced), episode-seconds; and the
-    wall time of the whole plan on ``jobs`` workers (at least what ``rpm`` allows)."""
+    wall time of the whole plan on ``jobs`` workers (at least what ``rpm`` allows). ``caps``: each
+    model's ``max_tokens`` (:func:`completion_caps`)."""
     episodes: Counter = Counter()
     for (model, *_rest), n in counts.items():
         episodes[model] += n
     models = {}
     for model, n in sorted(episodes.items()):
-        fig, source = per_episode(model, prior, step_limit)
+        fig, source = per_episode(model, prior, step_limit, (caps or {}).get(model))
         calls = n * fig["calls_per_episode"]
         prompt, completion = calls * fig["prompt_tokens_per_call"], calls * fig["completion_tokens_per_call"]
         price = prices.get(model)

@@ -40,9 +40,22 @@ def check(cfg: RunConfig) -> None:
         raise ValueError(f"a per-model limit names {', '.join(map(repr, unknown))}, which is no model of this run "
                          f"(its models: {', '.join(models) or 'none'}); a typo would limit nothing, so fix the name")
     if unpriced := cfg.spend.ceilings_without_prices(models):
-        raise ValueError(f"--max-cost limits {', '.join(unpriced)}, which the price table does not price, so its "
-                         "spend could not be counted; give --prices FILE with an entry "
-                         f"({unpriced[0]}: {{input: USD/Mtok, output: USD/Mtok}}) or drop the cost ceiling")
+        raise ValueError(unpriced_message(cfg, unpriced))
+
+
+def unpriced_message(cfg: RunConfig, unpriced: list[str]) -> str:
+    """What to do about a cost ceiling over models without a price, in the words of where the run
+    came from: a sweep file's model takes a ``price:`` (the price table's schema), a plain run
+    ``--prices FILE``."""
+    if cfg.ledger:  # a sweep's run: its prices and ceilings come from the sweep file alone
+        names = ", ".join(map(repr, unpriced))
+        return (f"max_cost limits model {names}, which the sweep file gives no price, so its spend could not be "
+                f"counted; add `price: {{input: USD/Mtok, output: USD/Mtok}}` (optionally `cached_input: USD/Mtok`) "
+                f"to {'that model' if len(unpriced) == 1 else 'each of them'} under models: in the sweep file, or "
+                "drop the cost ceiling")
+    return (f"--max-cost limits {', '.join(unpriced)}, which the price table does not price, so its spend could not "
+            f"be counted; give --prices FILE with an entry ({unpriced[0]}: {{input: USD/Mtok, output: USD/Mtok}}) or "
+            "drop the cost ceiling")
 
 
 def check_reviewer(cfg: RunConfig) -> None:

@@ -50,7 +50,8 @@ class SweepModel(BaseModel):
         from impasse.agent.models import check_settings
 
         try:
-            return check_settings(v, "config", RESERVED_MODEL_KEYS)
+            return check_settings(v, "config", RESERVED_MODEL_KEYS, price_hint="a sweep model's price is its own "
+                                  "`price: {input: USD/Mtok, output: USD/Mtok}`, beside config")
         except ValueError as e:
             raise ValueError(str(e).removeprefix("config: ")) from None
 

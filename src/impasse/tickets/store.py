@@ -39,6 +39,10 @@ CONTEXT_COLUMN = "ALTER TABLE records ADD COLUMN context TEXT"
 """Added to stores made before reviewers existed: what a reviewer sees besides the ticket (the
 task, the agent's steps and diff), written by a run's ``human`` reviewer."""
 DECISIONS = ("accepted", "rejected")
+WAITING = ("queued", "open", "filed")
+"""Statuses of a record that waits for a person: an escalation ``queued`` for a decision, a
+question ``open``; ``filed`` is what stores written before the review page called an MCP
+escalation (it waits like ``queued``)."""
 
 
 class StoreError(ValueError):
@@ -58,13 +62,19 @@ class Record:
     issues: list[str]
     """Truthfulness contradictions found when the ticket was filed."""
     status: str
-    """``open`` (waiting for a person) or ``answered``; escalations are ``filed``."""
+    """A question: ``open`` (waiting for a person) or ``answered``. An escalation: ``queued``
+    (waiting for a decision), then ``accepted`` or ``rejected``."""
     answer: str | None
     answered_by: str | None
     """``registry`` (matched a registered blocker), ``human`` or ``limit``."""
     answered_at: float | None
     context: dict[str, Any] | None = None
     """For a run's escalations: ``task``, ``steps``, ``workspace_diff``, ``condition``, ``item``."""
+
+    @property
+    def waiting(self) -> bool:
+        """A person still has to answer or decide it."""
+        return self.status in WAITING
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -121,12 +131,13 @@ class TicketStore:
 
     def add_escalation(self, session: str, ticket: dict[str, Any], ratings: dict[str, str], sufficient: bool,
                        issues: list[str], context: dict[str, Any] | None = None) -> int:
-        """A ticket. With ``context`` (a run's reviewer) it waits for a decision (``queued``);
-        without (the MCP server) it is only ``filed``."""
-        extra = {"context": json.dumps(context), "status": "queued"} if context is not None else {"status": "filed"}
+        """A ticket, ``queued`` for a person's decision, whoever filed it: a run's reviewer (with
+        ``context``: what the person needs to judge it) or the MCP server (the agent polls the
+        decision with ``check_answer``)."""
+        extra = {"context": json.dumps(context)} if context is not None else {}
         return self._insert(kind="escalation", session=session, created=time.time(), payload=json.dumps(ticket),
                             ratings=json.dumps(ratings), sufficient=int(sufficient), issues=json.dumps(issues),
-                            **extra)
+                            status="queued", **extra)
 
     def decide(self, record_id: int, decision: str, message: str = "", by: str = "human") -> Record:
         """Accept or reject a queued escalation, committed (fsync'd) before it returns; deciding
@@ -137,7 +148,7 @@ class TicketStore:
         def check(row: sqlite3.Row) -> None:
             if row["kind"] != "escalation":
                 raise StoreError(f"record {record_id} is a question: answer it instead")
-            if row["status"] != "queued":
+            if row["status"] not in WAITING:
                 raise StoreError(f"escalation {record_id} is {row['status']}, not waiting for a decision")
 
         return self._settle(record_id, check, decision, message, by)
@@ -176,7 +187,8 @@ class TicketStore:
 
         def check(row: sqlite3.Row) -> None:
             if row["kind"] != "question":
-                raise StoreError(f"record {record_id} is an escalation, not a question; only questions take answers")
+                raise StoreError(f"record {record_id} is an escalation, not a question: accept or reject it (the "
+                                 "review page, or `impasse tickets decide`), with your answer as its message")
             if row["status"] != "open":
                 raise StoreError(f"question {record_id} was already answered ({row['answered_by']}): {row['answer']!r}")
 

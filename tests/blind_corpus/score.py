@@ -1,4 +1,6 @@
-"""Score the annotator on the blind corpus: ``python tests/blind_corpus/score.py frozen|dev [--json]``.
+"""Score the annotator on a blind corpus: ``python tests/blind_corpus/score.py [--corpus DIR] frozen|dev
+[--json] [--wrong]`` (DIR: this directory, the first corpus, by default; ``tests/blind_corpus_v2`` the
+second).
 
 The corpus (README.md here) was written and labelled by a helper that saw only the cards' prose,
 never the rules. It is split in two halves per condition by the SHA-256 of each file's name:
@@ -25,8 +27,8 @@ from impasse.store.trajectory import read_trajectory
 HERE = Path(__file__).resolve().parent
 
 
-def score(part: str) -> dict[str, Any]:
-    root = HERE / part
+def score(part: str, corpus: Path = HERE) -> dict[str, Any]:
+    root = corpus / part
     labels = json.loads((root / "labels.json").read_text())
     cards: dict[str, dict[str, Any]] = defaultdict(lambda: {"n": 0, "contact": 0, "t_star": 0, "lookalikes": 0,
                                                             "lookalikes_counted": 0, "wrong": []})
@@ -91,8 +93,13 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    part = argv[0] if argv else "dev"
-    result = score(part)
+    corpus = HERE
+    if "--corpus" in argv:
+        i = argv.index("--corpus")
+        corpus = Path(argv[i + 1]).resolve()
+        argv = argv[:i] + argv[i + 2:]
+    parts = [a for a in argv if not a.startswith("--")]
+    result = score(parts[0] if parts else "dev", corpus)
     if "--json" in argv:
         print(json.dumps(result, indent=1))
     else:

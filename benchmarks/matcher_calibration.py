@@ -139,6 +139,9 @@ def main() -> None:
     if a.hilbench:
         figures |= hilbench(matcher, a.hilbench, cv=not a.no_cv, refit=a.fit)
         if a.fit:
+            from impasse.ask.hybrid import model_data
+
+            model_data.cache_clear()
             matcher = make_matcher(a.matcher)  # the written weights
         figures["cost"] = cost(a.matcher, a.hilbench)
         c = figures["cost"]

@@ -206,14 +206,69 @@ class Tally:
         return self.wrong / self.n if self.n else 0.0
 
 
-def leave_one_out(matcher: Matcher, tasks: list[ReleaseTask]) -> dict[str, Tally]:
-    """Each example question asked with itself removed from its blocker's examples; per domain."""
-    out: dict[str, Tally] = defaultdict(Tally)
-    for t in tasks:
+KINDS = ("loo", "foreign", "generic")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question asked of one task's blockers, and what a right judge answers."""
+
+    kind: str
+    """``loo`` (an example question, left out of its blocker), ``foreign`` (another task's), ``generic``."""
+    domain: str
+    question: str
+    blockers: tuple[Any, ...]
+    want: str | None
+
+
+def release_cases(tasks: list[ReleaseTask], generic: list[str], foreign_per_task: int = 1) -> list[Case]:
+    """The calibration's questions over ``tasks``:
+
+    * leave-one-out: every example question asked with itself removed from its blocker's examples
+      (the right answer: that blocker);
+    * foreign: every task's example questions asked of the next ``foreign_per_task`` tasks of its
+      domain (among ``tasks``) written against another database or repository (any answer is wrong);
+    * generic: every question of ``generic`` (naming nothing task-specific) asked of every task."""
+    out: list[Case] = []
+    for i, t in enumerate(tasks):
         for b in t.blockers:
             for k, q in enumerate(b.example_questions):
-                out[t.domain].add(_safe(matcher, q, without_example(t.blockers, b.id, k)), b.id)
-    return dict(out)
+                out.append(Case("loo", t.domain, q, tuple(without_example(t.blockers, b.id, k)), b.id))
+        others = [u for u in tasks[i + 1:] + tasks[:i] if u.domain == t.domain and u.group != t.group]
+        for u in others[:foreign_per_task]:
+            out += [Case("foreign", t.domain, q, u.blockers, None) for b in t.blockers for q in b.example_questions]
+        out += [Case("generic", t.domain, q, t.blockers, None) for q in generic]
+    return out
+
+
+Tallies = dict[str, dict[str, Tally]]
+"""kind (loo, foreign, generic) -> domain (sql, swe and the pooled ``both``) -> Tally."""
+
+
+def tally_cases(matcher: Matcher, cases: list[Case]) -> Tallies:
+    out: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
+    for c in cases:
+        got = _safe(matcher, c.question, list(c.blockers))
+        out[c.kind][c.domain].add(got, c.want)
+        out[c.kind]["both"].add(got, c.want)
+    return {k: dict(v) for k, v in out.items()}
+
+
+def add_tallies(into: Tallies, t: Tallies) -> Tallies:
+    for kind, per in t.items():
+        for dom, x in per.items():
+            acc = into.setdefault(kind, {}).setdefault(dom, Tally())
+            acc.n, acc.right, acc.wrong = acc.n + x.n, acc.right + x.right, acc.wrong + x.wrong
+    return into
+
+
+def _per_domain(t: Tallies, kind: str) -> dict[str, Tally]:
+    return {d: x for d, x in t.get(kind, {}).items() if d != "both"}
+
+
+def leave_one_out(matcher: Matcher, tasks: list[ReleaseTask]) -> dict[str, Tally]:
+    """Each example question asked with itself removed from its blocker's examples; per domain."""
+    return _per_domain(tally_cases(matcher, release_cases(tasks, [], foreign_per_task=0)), "loo")
 
 
 def _safe(matcher: Matcher, q: str, blockers: list[Any]) -> str | None:
@@ -227,16 +282,8 @@ def foreign_questions(matcher: Matcher, tasks: list[ReleaseTask]) -> dict[str, T
     """Every example question of each task asked against the next task of its domain written
     against another database or repository (the question belongs to another task): any match is
     wrong."""
-    out: dict[str, Tally] = defaultdict(Tally)
-    for i, t in enumerate(tasks):
-        others = [u for u in tasks[i + 1:] + tasks[:i] if u.domain == t.domain and u.group != t.group]
-        if not others:
-            continue
-        target = list(others[0].blockers)
-        for b in t.blockers:
-            for q in b.example_questions:
-                out[t.domain].add(_safe(matcher, q, target), None)
-    return dict(out)
+    cases = [c for c in release_cases(tasks, []) if c.kind == "foreign"]
+    return _per_domain(tally_cases(matcher, cases), "foreign")
 
 
 def generic_questions(path: Path | None = None) -> list[str]:
@@ -248,28 +295,32 @@ def generic_questions(path: Path | None = None) -> list[str]:
 def generic_acceptance(matcher: Matcher, tasks: list[ReleaseTask], questions: list[str] | None = None) -> dict[str, Tally]:
     """Questions naming nothing task-specific, asked against every task: any match is wrong."""
     qs = questions if questions is not None else generic_questions()
-    out: dict[str, Tally] = defaultdict(Tally)
-    for t in tasks:
-        for q in qs:
-            out[t.domain].add(_safe(matcher, q, list(t.blockers)), None)
-    return dict(out)
+    cases = [c for c in release_cases(tasks, qs, foreign_per_task=0) if c.kind == "generic"]
+    return _per_domain(tally_cases(matcher, cases), "generic")
+
+
+def tally_lines(t: Tallies, indent: str = "  ") -> list[str]:
+    lines = []
+    for dom in ("sql", "swe", "both"):
+        if x := t.get("loo", {}).get(dom):
+            lines.append(f"{indent}leave-one-out {dom:<4} n={x.n:<5} recall {x.recall:.3f}  wrong blocker "
+                         f"{x.wrong_rate:.3f}")
+    for kind in ("foreign", "generic"):
+        for dom in ("sql", "swe", "both"):
+            if x := t.get(kind, {}).get(dom):
+                lines.append(f"{indent}{kind + ' questions':<17} {dom:<4} n={x.n:<5} accepted {x.wrong_rate:.3f}")
+    return lines
+
+
+def tally_numbers(t: Tallies) -> dict[str, Any]:
+    return {f"{kind}.{dom}": {"n": x.n, "recall": x.recall, "wrong": x.wrong_rate}
+            for kind, per in t.items() for dom, x in per.items()}
 
 
 def release_report(matcher: Matcher, root: Path) -> tuple[str, dict[str, Any]]:
     """The three release figures per domain and pooled, as text and as numbers."""
     tasks = release_registries(root)
-    parts = {"leave_one_out": leave_one_out(matcher, tasks), "foreign": foreign_questions(matcher, tasks),
-             "generic": generic_acceptance(matcher, tasks)}
-    nums: dict[str, Any] = {}
-    lines = [f"HiL-Bench release, even-numbered registries: {sum(t.domain == 'sql' for t in tasks)} SQL + "
-             f"{sum(t.domain == 'swe' for t in tasks)} SWE tasks"]
-    for name, per in parts.items():
-        pooled = Tally(sum(x.n for x in per.values()), sum(x.right for x in per.values()),
-                       sum(x.wrong for x in per.values()))
-        for dom, x in [*sorted(per.items()), ("both", pooled)]:
-            nums[f"{name}.{dom}"] = {"n": x.n, "recall": x.recall, "wrong": x.wrong_rate}
-            if name == "leave_one_out":
-                lines.append(f"  leave-one-out {dom:<4} n={x.n:<5} recall {x.recall:.3f}  wrong blocker {x.wrong_rate:.3f}")
-            else:
-                lines.append(f"  {name + ' questions':<17} {dom:<4} n={x.n:<5} accepted {x.wrong_rate:.3f}")
-    return "\n".join(lines), nums
+    t = tally_cases(matcher, release_cases(tasks, generic_questions()))
+    head = (f"HiL-Bench release, even-numbered registries: {sum(x.domain == 'sql' for x in tasks)} SQL + "
+            f"{sum(x.domain == 'swe' for x in tasks)} SWE tasks")
+    return "\n".join([head, *tally_lines(t)]), tally_numbers(t)

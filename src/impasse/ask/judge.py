@@ -1,5 +1,11 @@
 """The one seam between the ask suite and the question matcher: :func:`make_matcher` builds the
-run's matcher (``impasse run --matcher offline|llm``), :func:`judge_question` asks it.
+run's matcher (``impasse run --matcher offline|hybrid|lexical|llm``), :func:`judge_question` asks it.
+
+The offline matchers (deterministic, no service): ``hybrid`` (word overlap and MiniLM sentence
+embeddings, :mod:`impasse.ask.hybrid`; needs ``impasse[match]``) and ``lexical`` (word overlap
+only, :class:`impasse.ask.matcher.OfflineMatcher`). ``offline`` names the best one installed:
+:func:`resolve_kind` turns it into ``hybrid`` or ``lexical`` when a run is checked, so the run's
+manifest records which judged it and ``--resume`` judges with the same one.
 
 Two ways a judge can fail, kept apart on purpose:
 
@@ -31,8 +37,30 @@ def _llm(model: dict[str, Any] | None) -> Matcher:
     return LLMMatcher(ModelConfig(**{**JUDGE_DEFAULTS, **model}))
 
 
+def _hybrid(_model: dict[str, Any] | None) -> Matcher:
+    from impasse.ask.embedding import Unavailable, default_embedder
+    from impasse.ask.hybrid import HybridMatcher
+
+    try:
+        return HybridMatcher(embedder=default_embedder())
+    except Unavailable as e:
+        raise ValueError(f"--matcher hybrid: {e}; or use --matcher lexical") from None
+
+
+def resolve_kind(name: str) -> str:
+    """``offline`` -> ``hybrid`` when its embedding model is installed here, else ``lexical``;
+    any other name as it is."""
+    if name != "offline":
+        return name
+    from impasse.ask.embedding import unavailable_reason
+
+    return "lexical" if unavailable_reason() else "hybrid"
+
+
 MATCHER_KINDS: dict[str, Callable[[dict[str, Any] | None], Matcher]] = {
-    "offline": lambda _model: OfflineMatcher(),
+    "offline": lambda model: MATCHER_KINDS[resolve_kind("offline")](model),
+    "hybrid": _hybrid,
+    "lexical": lambda _model: OfflineMatcher(),
     "llm": _llm,
 }
 """``--matcher NAME`` -> factory(model settings); a new matcher kind is one entry here."""
@@ -42,6 +70,15 @@ def make_matcher(name: str = "offline", model: dict[str, Any] | None = None) -> 
     if name not in MATCHER_KINDS:
         raise ValueError(f"unknown matcher {name!r}; known: {', '.join(MATCHER_KINDS)}")
     return MATCHER_KINDS[name](model)
+
+
+def matcher_engine(matcher: Matcher) -> str:
+    """What judges, in words (the benchmark's and the run's record)."""
+    if isinstance(matcher, OfflineMatcher):
+        return "lexical (word overlap)"
+    if isinstance(matcher, LLMMatcher):
+        return f"llm ({getattr(matcher.config, 'model', '?')})"
+    return str(getattr(matcher, "engine", type(matcher).__name__))
 
 
 def judge_question(matcher: Matcher, question: str, blockers: list[Any]) -> tuple[str | None, str]:

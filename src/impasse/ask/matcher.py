@@ -14,7 +14,8 @@ Two matchers implement :class:`Matcher`:
 * :class:`LLMMatcher`: the paper's judge over any OpenAI-compatible endpoint (the model client is
   imported lazily, so this module stays pure).
 
-New matchers register in :data:`MATCHERS`.
+The hybrid matcher (word overlap and sentence embeddings) is :mod:`impasse.ask.hybrid`; the
+registry of matcher kinds is :data:`impasse.ask.judge.MATCHER_KINDS`.
 """
 
 from __future__ import annotations
@@ -192,8 +193,14 @@ def tokens(text: str, v: Vocab) -> list[str]:
 # ---------------------------------------------------------------- offline matcher: rule predicates
 
 
+@cache
+def _phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join((r"(?<![a-z0-9])" if p[:1].isalnum() else "") + re.escape(p) for p in phrases))
+
+
 def _has(q: str, phrases: Sequence[str]) -> bool:
-    return any(p in q for p in phrases)
+    """A phrase occurs where a word starts: 'right?' is not in 'rejected outright?'."""
+    return bool(phrases) and bool(_phrase_pattern(tuple(phrases)).search(q))
 
 
 def _words(q: str) -> list[str]:
@@ -211,7 +218,7 @@ def lacks_question_word(q: str, v: Vocab) -> bool:
     """Neither a wh-word, nor a request verb, nor an auxiliary opening a clause (a yes/no or
     either-or question, also after a lead-in: 'If X is blank, should it ...?', '... exists, is it ...?')."""
     w = _words(q)
-    openers = {c.split()[0] for c in re.split(r"[,;:\u2014\u2013]\s*|\s-\s|\.\s+|\?\s*", q) if c.split()}
+    openers = {c.split()[0].lstrip("\"'(`[") for c in re.split(r"[,;:\u2014\u2013]\s*|\s-\s|\.\s+|\?\s*", q) if c.split()}
     return not (set(w) & (v.wh | v.requests) or openers & v.aux)
 
 
@@ -315,9 +322,9 @@ class OfflineMatcher:
     def specificity(self, t: str) -> float:
         return self.generic_weight if t in self.vocab.generic else 1.0
 
-    def scores(self, question: str, docs: Sequence[set[str]]) -> tuple[list[float], list[float]]:
-        """-> (coverage, evidence) per blocker document."""
-        q = set(tokens(question, self.vocab))
+    def term_weights(self, question: str, docs: Sequence[set[str]]) -> dict[str, float]:
+        """Each of the question's terms -> its specificity x how well it tells the blocker
+        documents ``docs`` apart."""
         n = len(docs)
 
         def weight(t: str) -> float:
@@ -325,9 +332,13 @@ class OfflineMatcher:
             spread = 1.0 if k == 0 or n == 1 else math.log(1 + n / k) / math.log(1 + n)
             return self.specificity(t) * spread
 
-        w = {t: weight(t) for t in q}
+        return {t: weight(t) for t in set(tokens(question, self.vocab))}
+
+    def scores(self, question: str, docs: Sequence[set[str]]) -> tuple[list[float], list[float]]:
+        """-> (coverage, evidence) per blocker document."""
+        w = self.term_weights(question, docs)
         total = sum(w.values()) or 1.0
-        evidence = [sum(w[t] for t in q & d) for d in docs]
+        evidence = [sum(w[t] for t in w.keys() & d) for d in docs]
         return [e / total for e in evidence], evidence
 
     def decide(self, question: str, blockers: Sequence[BlockerLike], docs: Sequence[set[str]]) -> Match:
@@ -349,22 +360,33 @@ class OfflineMatcher:
             return Match(None, "no_specific_overlap")
         q = normalize(question)
         docs = [blocker_terms(b, self.vocab) for b in blockers]
-        verdict = self.decide(q, blockers, docs)
-        joined = [self.decide(c, blockers, docs).blocker_id for c in JOINED.split(q)]
-        if len(joined) > 1 and (None in joined or len(set(joined)) > 1):
-            return Match(None, "multi_topic", f"a second question joined with 'and' ({joined})")
-        sentences = [c for c in CLAUSE.split(q) if c.strip()]
-        aims = [self.decide(c, blockers, docs).blocker_id for c in sentences]
-        if len(set(aims) - {None}) > 1 or any(
-                a != aims[0] and self._new_question(c) for a, c in zip(aims[1:], sentences[1:], strict=True)):
-            return Match(None, "multi_topic", f"its sentences aim at {aims}")
-        return verdict
+        return two_questions(q, lambda c: self.decide(c, blockers, docs), self.vocab) or \
+            self.decide(q, blockers, docs)
 
-    def _new_question(self, sentence: str) -> bool:
-        """A sentence that asks on its own (opens with a wh-word or an auxiliary) and refers back
-        to nothing ('Are ties sorted?', not 'Which bond type does it map to?')."""
-        w = _words(sentence)
-        return bool(w) and w[0] in self.vocab.wh | self.vocab.aux and not set(w) & ANAPHORA
+
+def new_question(sentence: str, v: Vocab) -> bool:
+    """A sentence that asks on its own (opens with a wh-word or an auxiliary) and refers back
+    to nothing ('Are ties sorted?', not 'Which bond type does it map to?')."""
+    w = _words(sentence)
+    return bool(w) and w[0] in v.wh | v.aux and not set(w) & ANAPHORA
+
+
+def two_questions(q: str, decide: Callable[[str], Match], v: Vocab) -> Match | None:
+    """The multi_topic rejection when the (normalised) question's parts aim at different blockers:
+    a second question joined with 'and' that aims elsewhere (or nowhere), or sentences aiming at
+    two blockers, or a later sentence that asks on its own about something else. Else None.
+    ``decide`` is the matcher's own verdict on a piece of text."""
+    joined = [decide(c).blocker_id for c in JOINED.split(q)]
+    if len(joined) > 1 and (None in joined or len(set(joined)) > 1):
+        return Match(None, "multi_topic", f"a second question joined with 'and' ({joined})")
+    sentences = [c for c in CLAUSE.split(q) if c.strip()]
+    if len(sentences) < 2:
+        return None
+    aims = [decide(c).blocker_id for c in sentences]
+    if len(set(aims) - {None}) > 1 or any(
+            a != aims[0] and new_question(c, v) for a, c in zip(aims[1:], sentences[1:], strict=True)):
+        return Match(None, "multi_topic", f"its sentences aim at {aims}")
+    return None
 
 
 # ---------------------------------------------------------------- LLM matcher
@@ -443,7 +465,3 @@ class LLMMatcher:
         except AgentError as e:
             raise MatcherFailure(f"judge endpoint refused the request: {e}") from e
         return parse_verdict(resp.message.get("content") or "", {b.id for b in blockers})
-
-
-MATCHERS: dict[str, Callable[[], Matcher]] = {"offline": OfflineMatcher}
-"""Matchers constructed without arguments (the LLM matcher needs a model config: build it directly)."""

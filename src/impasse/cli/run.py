@@ -42,9 +42,10 @@ def run_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL; key from $IMPASSE_API_KEY")] = None,
     model_config: Annotated[Path | None, typer.Option(help="YAML of model settings (temperature, max_retries, "
                                                            "prices per million tokens, ...)")] = None,
-    matcher: Annotated[str, typer.Option(help="--suite ask: who judges ask_human questions: offline (deterministic, "
-                                              "no model) or llm (HiL-Bench's judge prompt at an OpenAI-compatible "
-                                              "endpoint)")] = "offline",
+    matcher: Annotated[str, typer.Option(help="--suite ask: who judges ask_human questions: offline (the best "
+                                              "deterministic judge installed: hybrid with impasse[match], else "
+                                              "lexical), hybrid, lexical, or llm (HiL-Bench's judge prompt at an "
+                                              "OpenAI-compatible endpoint)")] = "offline",
     matcher_model: Annotated[str | None, typer.Option(help="--matcher llm: the judge's model name")] = None,
     matcher_base_url: Annotated[str | None, typer.Option(help="--matcher llm: the judge's OpenAI-compatible base URL "
                                                               "(key from $IMPASSE_API_KEY, or api_key_env in "
@@ -238,6 +239,8 @@ def _resumed(rd: Any, spend: dict[str, Any], rerun: str | None, jobs: int | None
 
     cfg, specs = runner.read_run(rd)
     cfg = ops.override_on_resume(rd, cfg, spend)
+    if cfg.suite == "ask" and cfg.matcher == "offline":
+        cfg.matcher = "lexical"  # new runs pin the offline judge; an unpinned one predates the hybrid matcher
     if jobs is not None:  # parallelism changes no result: a resumed run may use more or fewer workers
         cfg.jobs = jobs
     if cfg.release:  # the cache may have changed since the run started
@@ -355,7 +358,7 @@ def _set_matcher(cfg: Any, name: str, model: str | None, base_url: str | None, s
                             ("--matcher-config", settings)) if v is not None]
     if (name != "offline" or given) and cfg.suite != "ask":
         raise ValueError(f"--matcher and its options are for --suite ask; got --suite {cfg.suite}")
-    if name == "offline" and given:
+    if name != "llm" and given:
         raise ValueError(f"{', '.join(given)} configure the llm matcher: add --matcher llm")
     cfg.matcher = name
     if name == "llm":
@@ -388,6 +391,13 @@ def preflight_endpoints(cfg: Any) -> None:
         _preflight(settings, label=name)
     if cfg.matcher_model:
         _preflight(cfg.matcher_model, what="ask_human judge (--matcher llm)")
+    elif cfg.suite == "ask":  # an offline judge: its model files must be here (a resumed run's too)
+        from impasse.ask.judge import make_matcher
+
+        try:
+            make_matcher(cfg.matcher)
+        except ValueError as e:
+            raise fail(f"the ask_human judge: {e}. Nothing was run.") from e
     if cfg.reviewer_model:
         _preflight(cfg.reviewer_model, what="reviewer (--reviewer llm)")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from impasse.ask.judge import make_matcher
 from impasse.ask.matcher import IRRELEVANT, Matcher, OfflineMatcher
-from impasse.ask.matcher import MATCHERS as ASK_MATCHERS
 
 __all__ = ["IRRELEVANT", "MATCHERS", "Matcher", "OfflineMatcher", "Registry", "RegistryBlocker", "load_registry"]
 
@@ -65,6 +65,9 @@ def load_registry(path: Path) -> Registry:
                          '{"blockers": [{"id", "description", "resolution", "example_questions"}]})') from e
 
 
-MATCHERS: dict[str, Callable[[], Matcher]] = {**ASK_MATCHERS, "overlap": OfflineMatcher}
-"""Matcher name (``impasse mcp --matcher NAME``) -> factory; ``overlap`` is the old name of the
-offline matcher, kept so existing command lines work."""
+MATCHERS: dict[str, Callable[[], Matcher]] = {
+    **{kind: (lambda kind=kind: make_matcher(kind)) for kind in ("offline", "hybrid", "lexical")},
+    "overlap": OfflineMatcher}
+"""Matcher name (``impasse mcp --matcher NAME``) -> factory (the ask suite's offline kinds,
+:data:`impasse.ask.judge.MATCHER_KINDS`); ``overlap`` is the old name of the word-overlap
+(``lexical``) matcher, kept so existing command lines work."""

@@ -33,8 +33,10 @@ class RunConfig(BaseModel):
                                               "the agent's name (openai:NAME): a sweep's models, each at its own "
                                               "endpoint ('model' is the name the endpoint knows)")
     replay: str | None = Field(None, description="Trajectory file whose actions are re-executed")
-    matcher: str = Field("offline", description="ask suite: who judges ask_human questions: 'offline' "
-                                                "(deterministic, no model) or 'llm' (an OpenAI-compatible judge)")
+    matcher: str = Field("offline", description="ask suite: who judges ask_human questions: 'hybrid' (word overlap "
+                                                "+ MiniLM embeddings) or 'lexical' (word overlap), both deterministic "
+                                                "with no service, or 'llm' (an OpenAI-compatible judge); 'offline' "
+                                                "is pinned to the best one installed when the run is checked")
     matcher_model: dict[str, Any] | None = Field(None, description="ask suite, --matcher llm: ModelConfig fields "
                                                                    "of the judge's endpoint")
     step_limit: int = Field(80, ge=1)

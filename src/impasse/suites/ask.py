@@ -135,7 +135,8 @@ class AskSpec(EnvSpec):
     backend: str = Field("local", description="Where SWE tasks' sandboxes live")
     instances: Path | str | None = Field(None, description="A run's pinned task rows (default: "
                                                            "<out>/instances.jsonl if it exists)")
-    matcher: str = Field("offline", description="Who judges ask_human questions (impasse.ask.judge.MATCHER_KINDS)")
+    matcher: str = Field("offline", description="Who judges ask_human questions (impasse.ask.judge.MATCHER_KINDS; "
+                                                "offline: the best offline matcher installed)")
     matcher_model: dict[str, Any] | None = Field(None, description="--matcher llm: ModelConfig fields of the "
                                                                    "judge's OpenAI-compatible endpoint")
 
@@ -195,15 +196,23 @@ class AskSuite:
         return domain.image() if hasattr(domain, "image") else None
 
     def check(self, cfg: RunConfig) -> None:
-        from impasse.ask.judge import make_matcher
+        """Also pins the judge: ``offline`` becomes the offline matcher installed here (``hybrid`` or
+        ``lexical``), so the manifest records which one judged and ``--resume`` uses the same."""
+        from impasse.ask.judge import make_matcher, resolve_kind
 
         if bad := [m for m in modes(cfg) if m not in MODES]:
             raise ValueError(f"unknown ask mode(s) {bad}; use --interfaces with {', '.join(MODES)}")
+        cfg.matcher = resolve_kind(cfg.matcher)
         make_matcher(cfg.matcher, cfg.matcher_model)
         agents(cfg)
         choose(cfg)
 
     def plan(self, cfg: RunConfig) -> tuple[list[EpisodeSpec], list[Any]]:
+        """The episodes, and the judge pinned (as :meth:`check` does: a run made without it records
+        which offline matcher judged too)."""
+        from impasse.ask.judge import resolve_kind
+
+        cfg.matcher = resolve_kind(cfg.matcher)
         rows = choose(cfg)
         specs = []
         for row in rows:

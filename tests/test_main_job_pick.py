@@ -2,7 +2,7 @@
 planned condition applies, then the cheapest to test as measured at build."""
 
 from impasse.conditions.cards import card, select
-from impasse.suites.blockers import task_rank
+from impasse.suites.blockers import cost_class, task_rank
 
 
 def test_a_task_where_every_condition_applies_comes_before_a_cheaper_one_where_some_do_not(glom_task):
@@ -23,8 +23,19 @@ def test_the_measured_cost_orders_tasks_and_an_unmeasured_one_uses_its_suite_tim
     fast = glom_task.model_copy(update={"fail_seconds": 0.2, "instance_id": "b"})
     assert sorted([slow, fast], key=lambda i: task_rank(i, conditions)) == [fast, slow]
     unmeasured = glom_task.model_copy(update={"fail_seconds": None})
-    assert task_rank(unmeasured, conditions)[1] == round(load_image(glom_task.image).suite_seconds, 1)
+    assert task_rank(unmeasured, conditions)[1] == cost_class(load_image(glom_task.image).suite_seconds)
 
+
+
+def test_build_timing_noise_within_a_cost_class_does_not_change_the_pick(glom_task):
+    """Two builds timed 0.16 and 0.21 s for one task and 0.19 and 0.17 s for another (load): the
+    same task is first both times, by id; a task twice as slow still comes after."""
+    conditions = [card("clean")]
+    for a_s, b_s in [(0.16, 0.19), (0.21, 0.17)]:
+        a = glom_task.model_copy(update={"fail_seconds": a_s, "instance_id": "a"})
+        b = glom_task.model_copy(update={"fail_seconds": b_s, "instance_id": "b"})
+        assert sorted([b, a], key=lambda i: task_rank(i, conditions))[0].instance_id == "a"
+    assert [cost_class(x) for x in (0.1, 0.25, 0.3, 0.5, 0.9, 1.0, 1.7)] == [0, 0, 1, 1, 2, 2, 3]
 
 
 def test_a_slice_builds_the_packages_marked_import_needs_deps_first():

@@ -9,6 +9,7 @@ same agent goes on with the steps left.
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +103,18 @@ def episode_reviewer(spec: BlockersSpec, episode_id: str) -> Any:
     return lambda: make_reviewer(spec.reviewer, context)
 
 
+def cost_class(seconds: float) -> int:
+    """A test run's cost as a power-of-two class (<= 0.25 s: 0, <= 0.5 s: 1, <= 1 s: 2, ...). Why
+    classes and not seconds: the time is measured at build on whatever load the machine had, and
+    a plan ranked by raw seconds picked different tasks of one package on two builds; tasks of
+    one package mostly share a class, so the id decides among them and two builds agree."""
+    return 0 if seconds <= 0.25 else math.ceil(math.log2(seconds / 0.25))
+
+
 def task_rank(inst: TaskInstance, conditions: list[Any]) -> tuple[bool, float, str]:
-    """Sort key of a task for a plan: every condition applies first, then what its test run costs
-    (the FAIL_TO_PASS tests alone, timed at build; the whole suite's time for tasks built before
-    that was recorded), then the id."""
+    """Sort key of a task for a plan: every condition applies first, then the class of what its
+    test run costs (the FAIL_TO_PASS tests alone, timed at build; the whole suite's time for tasks
+    built before that was recorded), then the id."""
     from impasse.tasks.episode import applies
     from impasse.tasks.image import load_image
 
@@ -113,7 +122,8 @@ def task_rank(inst: TaskInstance, conditions: list[Any]) -> tuple[bool, float, s
     if cost is None:
         image = load_image(inst.image)
         cost = image.suite_seconds if image is not None else float("inf")
-    return (not all(applies(c, inst) for c in conditions), round(cost, 1), inst.instance_id)
+    return (not all(applies(c, inst) for c in conditions), cost_class(cost) if cost != float("inf") else cost,
+            inst.instance_id)
 
 
 def built_instances() -> list[TaskInstance]:
